@@ -1,0 +1,1007 @@
+// Persistent (copy-on-write) B+tree: Tree (the single writer), Snapshot (immutable view),
+// Cursor (a position that keeps its snapshot alive) and scan().
+//
+// Shape. Items live only in leaves; an internal node keeps, per child, the child's pointer,
+// its subtree item count (so rank/count of a range is O(F log n)) and the item holding the
+// child's smallest key (so separators never outlive their bytes: see "Separators").
+//
+//            [ a  | g  | p ]            internal: min key, child, count per slot
+//            /     |      |
+//   [a b c d e] [g h k m] [p q x]       leaves: items (key, value, revision, labels, fields)
+//
+// Copy-on-write. Every node records the tree version it was born in. The writer mutates a
+// node in place only if it was born in the current version — then no snapshot can reach it;
+// otherwise make_writable() copies it and retires the original (reclaim.hpp). A write
+// walks top-down, making each node on its path writable before touching it, so a write
+// after a snapshot copies exactly one root-to-leaf path and a later write in the same
+// version copies nothing. snapshot() is O(1): it shares the root and bumps the version.
+// Reclamation is by version interval, not refcount, so a copy never touches children or
+// items (the expensive part of refcounted persistent trees: one cache miss per child).
+//
+// Keys. A comparison that dereferences an item's key is a cache miss. Each node therefore
+// keeps the common prefix of its keys (first `skip` bytes, up to kMaxSkip, stored inline)
+// and, per slot, the next 8 key bytes as a big-endian integer. A search compares the probe
+// with the node prefix once, then binary-searches the integers; only a tie on all 8 bytes
+// dereferences a key. Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"),
+// which is exactly what the per-node skip absorbs. The prefix only ever shrinks in place
+// (inserting a key outside it); shrinking re-derives the integers from the inline prefix,
+// without touching any key.
+//
+// Separators. An internal slot's key is a pointer to the item that is the child's minimum.
+// Whenever a write changes a child's minimum (insert in front, erase of the minimum, a
+// replaced item, a borrow or merge), the path back up is rewritten, which the path copy
+// does anyway. So a separator never points to an item that left the tree in the current
+// version, and old versions keep their own (retired, still pinned) items.
+//
+// Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT chosen
+// with cpp/bench/fanout_bench.cpp (bench/README.md has the numbers). Minimum fill F/2 except
+// at the root; splits happen top-down before descending into a full child.
+//
+// Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
+// at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
+// snapshot allocates and copies log_F(n) nodes (~1 KB each at F=32).
+//
+// Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
+// Snapshots, cursors and scans over snapshots are safe from any thread without locks while
+// the writer continues: nothing a snapshot reaches is ever written again.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "watchcache/item.hpp"
+#include "watchcache/reclaim.hpp"
+
+#ifndef WATCHCACHE_FANOUT
+#define WATCHCACHE_FANOUT 32
+#endif
+
+namespace watchcache {
+
+inline constexpr unsigned kDefaultFanout = WATCHCACHE_FANOUT;
+
+namespace detail {
+
+inline constexpr unsigned kMaxSkip = 48;
+inline constexpr unsigned kMaxDepth = 32;
+
+// 8 key bytes from `offset`, zero padded, as a big-endian integer: integer order equals
+// byte order, with ties when the bytes (or padding) agree.
+inline std::uint64_t key_prefix(std::string_view key, std::size_t offset) noexcept {
+  unsigned char buf[8] = {};
+  if (key.size() > offset) std::memcpy(buf, key.data() + offset, std::min<std::size_t>(8, key.size() - offset));
+  std::uint64_t v;
+  std::memcpy(&v, buf, 8);
+  return __builtin_bswap64(v);
+}
+
+inline std::size_t common_prefix(const char* a, std::size_t alen, const char* b, std::size_t blen) {
+  std::size_t n = std::min(alen, blen), i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+template <unsigned F>
+struct Node {
+  static_assert(F >= 4 && F <= 1024, "fan-out out of range");
+  std::uint64_t birth;
+  std::uint16_t n = 0;
+  bool leaf;
+  std::uint8_t skip = 0;
+  char lcp[kMaxSkip];
+  std::uint64_t pfx[F];
+  const Item* keys[F];  // leaf: the items; internal: the item holding the child's minimum key
+
+  Node(std::uint64_t b, bool is_leaf) noexcept : birth(b), leaf(is_leaf) {}
+  std::string_view key(unsigned i) const noexcept { return keys[i]->key(); }
+};
+
+template <unsigned F>
+struct Leaf : Node<F> {
+  std::uint64_t item_birth[F];
+  explicit Leaf(std::uint64_t b) noexcept : Node<F>(b, true) {}
+};
+
+template <unsigned F>
+struct Inner : Node<F> {
+  Node<F>* child[F];
+  std::uint64_t count[F];
+  explicit Inner(std::uint64_t b) noexcept : Node<F>(b, false) {}
+  std::uint64_t total() const noexcept {
+    std::uint64_t t = 0;
+    for (unsigned i = 0; i < this->n; ++i) t += count[i];
+    return t;
+  }
+};
+
+template <unsigned F>
+inline Leaf<F>* as_leaf(Node<F>* n) noexcept { return static_cast<Leaf<F>*>(n); }
+template <unsigned F>
+inline const Leaf<F>* as_leaf(const Node<F>* n) noexcept { return static_cast<const Leaf<F>*>(n); }
+template <unsigned F>
+inline Inner<F>* as_inner(Node<F>* n) noexcept { return static_cast<Inner<F>*>(n); }
+template <unsigned F>
+inline const Inner<F>* as_inner(const Node<F>* n) noexcept { return static_cast<const Inner<F>*>(n); }
+
+template <unsigned F>
+inline std::size_t node_bytes(const Node<F>* n) noexcept {
+  return n->leaf ? sizeof(Leaf<F>) : sizeof(Inner<F>);
+}
+
+template <unsigned F>
+inline void count_node(const Node<F>* n, int sign) noexcept {
+  auto& c = live_counters();
+  c.nodes.fetch_add(sign, std::memory_order_relaxed);
+  c.bytes.fetch_add(sign * static_cast<std::int64_t>(node_bytes(n)), std::memory_order_relaxed);
+}
+
+template <unsigned F>
+inline void free_node(void* p) noexcept {
+  auto* n = static_cast<Node<F>*>(p);
+  count_node(n, -1);
+  if (n->leaf)
+    delete as_leaf(n);
+  else
+    delete as_inner(n);
+}
+
+// Sign of probe `k` against the node's common prefix: <0 below every key in the node, >0
+// above every key, 0 when k shares the prefix (then the integers decide).
+template <unsigned F>
+inline int compare_to_node_prefix(const Node<F>* nd, std::string_view k) noexcept {
+  const std::size_t m = std::min<std::size_t>(k.size(), nd->skip);
+  if (m) {
+    const int r = std::memcmp(k.data(), nd->lcp, m);
+    if (r) return r;
+  }
+  return k.size() < nd->skip ? -1 : 0;
+}
+
+// First slot whose key is >= k (kStrict=false) or > k (kStrict=true).
+template <bool kStrict, unsigned F>
+inline unsigned search(const Node<F>* nd, std::string_view k) noexcept {
+  const unsigned n = nd->n;
+  if (n == 0) return 0;
+  const int c = compare_to_node_prefix(nd, k);
+  if (c < 0) return 0;
+  if (c > 0) return n;
+  const std::uint64_t kp = key_prefix(k, nd->skip);
+  const std::string_view ktail = k.substr(nd->skip);
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    const std::uint64_t p = nd->pfx[mid];
+    bool go_right;
+    if (p != kp) {
+      go_right = p < kp;
+    } else {
+      const int r = nd->key(mid).substr(nd->skip).compare(ktail);
+      go_right = kStrict ? r <= 0 : r < 0;
+    }
+    if (go_right)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+template <unsigned F>
+inline unsigned lower_bound(const Node<F>* nd, std::string_view k) noexcept { return search<false>(nd, k); }
+template <unsigned F>
+inline unsigned upper_bound(const Node<F>* nd, std::string_view k) noexcept { return search<true>(nd, k); }
+
+// The child of an internal node whose key range holds k: the last slot with min key <= k.
+template <unsigned F>
+inline unsigned child_index(const Node<F>* nd, std::string_view k) noexcept {
+  const unsigned ub = upper_bound(nd, k);
+  return ub == 0 ? 0 : ub - 1;
+}
+
+// A read-only view of one version of the tree: what Tree (live) and Snapshot share.
+template <unsigned F>
+struct View {
+  const Node<F>* root = nullptr;
+  unsigned height = 0;  // 0 = empty, 1 = root is a leaf
+  std::size_t size = 0;
+
+  const Item* find(std::string_view k) const noexcept {
+    const Node<F>* nd = root;
+    if (!nd) return nullptr;
+    while (!nd->leaf) nd = as_inner(nd)->child[child_index(nd, k)];
+    const unsigned pos = lower_bound(nd, k);
+    if (pos < nd->n && nd->key(pos) == k) return nd->keys[pos];
+    return nullptr;
+  }
+
+  // Number of keys < k (kStrict=false) or <= k (kStrict=true).
+  template <bool kStrict>
+  std::size_t rank(std::string_view k) const noexcept {
+    const Node<F>* nd = root;
+    if (!nd) return 0;
+    std::size_t r = 0;
+    while (!nd->leaf) {
+      const auto* in = as_inner(nd);
+      const unsigned i = child_index(nd, k);
+      for (unsigned j = 0; j < i; ++j) r += in->count[j];
+      nd = in->child[i];
+    }
+    return r + search<kStrict>(nd, k);
+  }
+
+  // Keys in [lo, hi); nullopt bounds are open.
+  std::size_t count(std::optional<std::string_view> lo, std::optional<std::string_view> hi) const noexcept {
+    const std::size_t a = lo ? rank<false>(*lo) : 0;
+    const std::size_t b = hi ? rank<false>(*hi) : size;
+    return b > a ? b - a : 0;
+  }
+
+  // Throws std::logic_error naming the first broken invariant. O(n).
+  void check(std::uint64_t max_birth) const {
+    if (!root) {
+      if (size != 0 || height != 0) throw std::logic_error("empty tree with size or height");
+      return;
+    }
+    const Item* prev = nullptr;
+    std::size_t leaves_depth = 0;
+    const std::size_t total = check_node(root, 1, max_birth, prev, leaves_depth);
+    if (total != size) throw std::logic_error("size does not match the items in the tree");
+    if (leaves_depth != height) throw std::logic_error("height does not match leaf depth");
+  }
+
+ private:
+  std::size_t check_node(const Node<F>* nd, std::size_t depth, std::uint64_t max_birth,
+                         const Item*& prev, std::size_t& leaves_depth) const {
+    auto fail = [](const char* what) { throw std::logic_error(what); };
+    if (nd->birth > max_birth) fail("node born after its parent");
+    if (nd->n > F) fail("node over capacity");
+    if (nd != root && nd->n < F / 2) fail("node under minimum fill");
+    if (nd == root && !nd->leaf && nd->n < 2) fail("internal root with fewer than 2 children");
+    if (nd->skip > kMaxSkip) fail("skip beyond inline prefix");
+    for (unsigned i = 0; i < nd->n; ++i) {
+      const std::string_view k = nd->key(i);
+      if (k.size() < nd->skip || std::memcmp(k.data(), nd->lcp, nd->skip) != 0)
+        fail("key does not share the node prefix");
+      if (nd->pfx[i] != key_prefix(k, nd->skip)) fail("stale inline key bytes");
+      if (i > 0 && !(nd->key(i - 1) < k)) fail("keys out of order within a node");
+    }
+    if (nd->leaf) {
+      if (leaves_depth == 0) leaves_depth = depth;
+      if (leaves_depth != depth) fail("leaves at different depths");
+      const auto* lf = as_leaf(nd);
+      for (unsigned i = 0; i < nd->n; ++i) {
+        if (prev && !(prev->key() < nd->key(i))) fail("keys out of order across leaves");
+        if (lf->item_birth[i] > nd->birth) fail("item born after its leaf");
+        prev = nd->keys[i];
+      }
+      return nd->n;
+    }
+    const auto* in = as_inner(nd);
+    std::size_t total = 0;
+    for (unsigned i = 0; i < nd->n; ++i) {
+      const Node<F>* c = in->child[i];
+      if (c->n == 0) fail("empty child");
+      if (nd->keys[i] != c->keys[0]) fail("separator is not the child's minimum item");
+      const std::size_t sub = check_node(c, depth + 1, nd->birth, prev, leaves_depth);
+      if (sub != in->count[i]) fail("stale subtree count");
+      total += sub;
+    }
+    return total;
+  }
+};
+
+// Iterates a View: a root-to-leaf path of (node, slot). Does not keep anything alive.
+template <unsigned F>
+class Walker {
+ public:
+  Walker() = default;
+  explicit Walker(const View<F>& v) noexcept : view_(v) {}
+
+  bool valid() const noexcept { return valid_; }
+  const Item* item() const noexcept { return node_[leaf_level()]->keys[idx_[leaf_level()]]; }
+
+  bool seek_first() noexcept { return descend_edge(false); }
+  bool seek_last() noexcept { return descend_edge(true); }
+
+  // First key >= k (strict=false) or > k (strict=true).
+  bool seek(std::string_view k, bool strict = false) noexcept {
+    valid_ = false;
+    const Node<F>* nd = view_.root;
+    if (!nd || nd->n == 0) return false;
+    unsigned level = 0;
+    while (!nd->leaf) {
+      const unsigned i = child_index(nd, k);
+      node_[level] = nd;
+      idx_[level] = static_cast<std::uint16_t>(i);
+      nd = as_inner(nd)->child[i];
+      ++level;
+    }
+    const unsigned pos = strict ? upper_bound(nd, k) : lower_bound(nd, k);
+    node_[level] = nd;
+    if (pos < nd->n) {
+      idx_[level] = static_cast<std::uint16_t>(pos);
+      valid_ = true;
+      return true;
+    }
+    idx_[level] = static_cast<std::uint16_t>(nd->n - 1);
+    valid_ = true;
+    return next();
+  }
+
+  bool next() noexcept {
+    if (!valid_) return false;
+    const unsigned leaf = leaf_level();
+    if (++idx_[leaf] < node_[leaf]->n) return true;
+    int level = static_cast<int>(leaf) - 1;
+    while (level >= 0 && idx_[level] + 1u >= node_[level]->n) --level;
+    if (level < 0) return valid_ = false;
+    ++idx_[level];
+    for (unsigned l = static_cast<unsigned>(level); l < leaf; ++l) {
+      node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
+      idx_[l + 1] = 0;
+    }
+    return true;
+  }
+
+  bool prev() noexcept {
+    if (!valid_) return false;
+    const unsigned leaf = leaf_level();
+    if (idx_[leaf] > 0) {
+      --idx_[leaf];
+      return true;
+    }
+    int level = static_cast<int>(leaf) - 1;
+    while (level >= 0 && idx_[level] == 0) --level;
+    if (level < 0) return valid_ = false;
+    --idx_[level];
+    for (unsigned l = static_cast<unsigned>(level); l < leaf; ++l) {
+      node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
+      idx_[l + 1] = static_cast<std::uint16_t>(node_[l + 1]->n - 1);
+    }
+    return true;
+  }
+
+ private:
+  unsigned leaf_level() const noexcept { return view_.height - 1; }
+
+  bool descend_edge(bool last) noexcept {
+    valid_ = false;
+    const Node<F>* nd = view_.root;
+    if (!nd || nd->n == 0) return false;
+    unsigned level = 0;
+    for (;;) {
+      node_[level] = nd;
+      idx_[level] = static_cast<std::uint16_t>(last ? nd->n - 1 : 0);
+      if (nd->leaf) break;
+      nd = as_inner(nd)->child[idx_[level]];
+      ++level;
+    }
+    return valid_ = true;
+  }
+
+  View<F> view_{};
+  std::array<const Node<F>*, kMaxDepth> node_{};
+  std::array<std::uint16_t, kMaxDepth> idx_{};
+  bool valid_ = false;
+};
+
+// The smallest string greater than every string starting with `prefix`; nullopt if none
+// (empty prefix, or all 0xFF bytes).
+inline std::optional<std::string> prefix_end(std::string_view prefix) {
+  std::string end(prefix);
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xFF) end.pop_back();
+  if (end.empty()) return std::nullopt;
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return end;
+}
+
+}  // namespace detail
+
+template <unsigned F>
+class BasicTree;
+
+// An immutable version of a tree. O(1) to take and to copy (each copy pins the version).
+// Any number of threads may read one concurrently, without locks, while the writer goes on.
+template <unsigned F = kDefaultFanout>
+class BasicSnapshot {
+ public:
+  BasicSnapshot() = default;
+  BasicSnapshot(const BasicSnapshot& o) : BasicSnapshot(o.domain_, o.view_, o.version_, o.nbytes_) {}
+  BasicSnapshot(BasicSnapshot&& o) noexcept
+      : domain_(std::move(o.domain_)), view_(std::exchange(o.view_, {})), version_(o.version_),
+        nbytes_(o.nbytes_) {}
+  BasicSnapshot& operator=(BasicSnapshot o) noexcept {
+    swap(o);
+    return *this;
+  }
+  ~BasicSnapshot() {
+    if (domain_) domain_->unpin(version_);
+  }
+  void swap(BasicSnapshot& o) noexcept {
+    std::swap(domain_, o.domain_);
+    std::swap(view_, o.view_);
+    std::swap(version_, o.version_);
+    std::swap(nbytes_, o.nbytes_);
+  }
+
+  const detail::View<F>& view() const noexcept { return view_; }
+  std::size_t size() const noexcept { return view_.size; }
+  std::uint64_t version() const noexcept { return version_; }
+  // Bytes reachable from this snapshot (nodes and items), as accounted when it was taken.
+  std::size_t nbytes() const noexcept { return nbytes_; }
+  const Item* get(std::string_view k) const noexcept { return view_.find(k); }
+  std::size_t count(std::optional<std::string_view> lo, std::optional<std::string_view> hi) const noexcept {
+    return view_.count(lo, hi);
+  }
+  // The reclamation domain, shared with the tree; nullptr for a default-constructed snapshot.
+  const std::shared_ptr<detail::ReclaimDomain>& domain() const noexcept { return domain_; }
+
+ private:
+  friend class BasicTree<F>;
+  BasicSnapshot(std::shared_ptr<detail::ReclaimDomain> domain, detail::View<F> view,
+                std::uint64_t version, std::size_t nbytes)
+      : domain_(std::move(domain)), view_(view), version_(version), nbytes_(nbytes) {
+    if (domain_) domain_->pin(version_);
+  }
+
+  std::shared_ptr<detail::ReclaimDomain> domain_;
+  detail::View<F> view_{};
+  std::uint64_t version_ = 0;
+  std::size_t nbytes_ = 0;
+};
+
+// A position in a snapshot that keeps the snapshot alive: valid however the tree changes
+// or is dropped. Not thread-safe itself (one cursor per thread).
+template <unsigned F = kDefaultFanout>
+class BasicCursor {
+ public:
+  explicit BasicCursor(BasicSnapshot<F> snap) : snap_(std::move(snap)), walker_(snap_.view()) {}
+  bool valid() const noexcept { return walker_.valid(); }
+  const Item* item() const noexcept { return walker_.valid() ? walker_.item() : nullptr; }
+  bool seek(std::string_view k) noexcept { return walker_.seek(k, false); }
+  bool seek_after(std::string_view k) noexcept { return walker_.seek(k, true); }
+  bool seek_first() noexcept { return walker_.seek_first(); }
+  bool seek_last() noexcept { return walker_.seek_last(); }
+  bool next() noexcept { return walker_.next(); }
+  bool prev() noexcept { return walker_.prev(); }
+  const BasicSnapshot<F>& snapshot() const noexcept { return snap_; }
+
+ private:
+  BasicSnapshot<F> snap_;
+  detail::Walker<F> walker_;
+};
+
+// What a scan returns: the selected items (valid as long as this result lives: it holds the
+// snapshot), where to continue, and how many items of the range follow the last one returned.
+template <unsigned F = kDefaultFanout>
+struct BasicScanResult {
+  BasicSnapshot<F> snapshot;
+  std::vector<const Item*> items;
+  // last returned key + "\0" when any item of the range (selected or not) follows it.
+  std::optional<std::string> next_key;
+  // Items of the range after the last returned one, selector ignored; 0 when not limited.
+  std::size_t remaining = 0;
+  // Items examined, selected or not.
+  std::size_t scanned = 0;
+};
+
+struct ScanOptions {
+  std::string_view prefix;
+  std::optional<std::string_view> start;  // where to begin; clamped to the prefix
+  bool start_inclusive = true;
+  std::size_t limit = 0;  // selected items at most; 0 = no limit
+};
+
+struct SelectAll {
+  bool operator()(const Item&) const noexcept { return true; }
+};
+
+// Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
+// continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
+template <unsigned F, class Pred = SelectAll>
+BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, const Pred& pred = {}) {
+  BasicScanResult<F> out;
+  out.snapshot = snap;
+  const auto& view = snap.view();
+  const std::optional<std::string> end = detail::prefix_end(opts.prefix);
+  auto in_range = [&end](const Item* it) { return !end || it->key() < std::string_view(*end); };
+
+  detail::Walker<F> w(view);
+  if (opts.start && *opts.start >= opts.prefix)
+    w.seek(*opts.start, !opts.start_inclusive);
+  else
+    w.seek(opts.prefix, false);
+  if (opts.limit) out.items.reserve(std::min<std::size_t>(opts.limit, 1024));
+
+  bool limited = false;
+  while (w.valid()) {
+    const Item* it = w.item();
+    if (!in_range(it)) break;
+    ++out.scanned;
+    if (pred(*it)) {
+      out.items.push_back(it);
+      if (opts.limit && out.items.size() == opts.limit) {
+        limited = true;
+        break;
+      }
+    }
+    w.next();
+  }
+  if (limited && w.next() && in_range(w.item())) {
+    const std::string_view last = out.items.back()->key();
+    out.next_key = std::string(last) + '\0';
+    const std::size_t upto = end ? view.template rank<false>(*end) : view.size;
+    out.remaining = upto - view.template rank<true>(last);
+  }
+  return out;
+}
+
+// The live tree. One writer; see the file comment for the copy-on-write rules.
+template <unsigned F = kDefaultFanout>
+class BasicTree {
+  using Node = detail::Node<F>;
+  using Leaf = detail::Leaf<F>;
+  using Inner = detail::Inner<F>;
+
+ public:
+  using Snapshot = BasicSnapshot<F>;
+  static constexpr unsigned kFanout = F;
+
+  BasicTree() : domain_(std::make_shared<detail::ReclaimDomain>(&detail::free_node<F>)) {}
+  BasicTree(const BasicTree&) = delete;
+  BasicTree& operator=(const BasicTree&) = delete;
+  ~BasicTree() { release_all(detail::kForever); }
+
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  std::uint64_t version() const noexcept { return version_; }
+  std::size_t nbytes() const noexcept { return bytes_; }
+  detail::View<F> view() const noexcept { return {root_, height_, size_}; }
+  const Item* get(std::string_view k) const noexcept { return view().find(k); }
+  const std::shared_ptr<detail::ReclaimDomain>& domain() const noexcept { return domain_; }
+
+  // O(1). Later writes copy what they touch instead of changing what the snapshot sees.
+  Snapshot snapshot() {
+    Snapshot s(domain_, view(), version_, bytes_);
+    ++version_;
+    return s;
+  }
+
+  // Inserts or replaces; takes over the caller's reference. Returns true if the key was new.
+  bool put(ItemRef ref) {
+    if (!ref) throw std::invalid_argument("null item");
+    const Item* item = ref.release_ownership();
+    if (!root_) {
+      root_ = new_leaf();
+      height_ = 1;
+    } else {
+      root_ = make_writable(root_);
+    }
+    if (root_->n == F) {
+      Inner* top = new_inner();
+      top->child[0] = root_;
+      top->count[0] = size_;
+      top->keys[0] = root_->keys[0];
+      adopt_key(top, root_->key(0));
+      top->pfx[0] = detail::key_prefix(root_->key(0), top->skip);
+      top->n = 1;
+      split_child(top, 0);
+      root_ = top;
+      ++height_;
+    }
+    const bool inserted = insert(root_, item);
+    if (inserted) ++size_;
+    return inserted;
+  }
+
+  // Removes k; returns whether it was present. A missing key copies nothing.
+  bool erase(std::string_view k) {
+    if (!get(k)) return false;
+    root_ = make_writable(root_);
+    erase_from(root_, k);
+    --size_;
+    if (root_->leaf) {
+      if (root_->n == 0) {
+        retire_node(root_);
+        root_ = nullptr;
+        height_ = 0;
+      }
+    } else if (root_->n == 1) {
+      Node* old = root_;
+      root_ = detail::as_inner(old)->child[0];
+      retire_node(old);
+      --height_;
+    }
+    return true;
+  }
+
+  void clear() {
+    release_all(version_);
+    root_ = nullptr;
+    height_ = 0;
+    size_ = 0;
+    bytes_ = 0;
+  }
+
+  // Replaces the contents with `items`, which must have strictly ascending keys (else
+  // std::invalid_argument and the tree is unchanged). Nodes are packed full. O(n).
+  void assign_sorted(std::vector<ItemRef> items) {
+    for (std::size_t i = 1; i < items.size(); ++i)
+      if (!(items[i - 1]->key() < items[i]->key()))
+        throw std::invalid_argument("keys are not strictly ascending at index " + std::to_string(i) +
+                                    ": '" + std::string(items[i]->key()) + "'");
+    clear();
+    if (items.empty()) return;
+    std::vector<Node*> level;
+    const std::size_t n = items.size();
+    const std::size_t nleaves = (n + F - 1) / F;
+    level.reserve(nleaves);
+    std::size_t pos = 0;
+    for (std::size_t l = 0; l < nleaves; ++l) {
+      const std::size_t take = n / nleaves + (l < n % nleaves ? 1 : 0);
+      Leaf* lf = new_leaf();
+      for (std::size_t j = 0; j < take; ++j, ++pos) {
+        const Item* it = items[pos].release_ownership();
+        lf->keys[j] = it;
+        lf->item_birth[j] = version_;
+        bytes_ += it->nbytes();
+      }
+      lf->n = static_cast<std::uint16_t>(take);
+      pack_prefixes(lf);
+      level.push_back(lf);
+    }
+    std::vector<std::uint64_t> counts(level.size());
+    for (std::size_t i = 0; i < level.size(); ++i) counts[i] = level[i]->n;
+    height_ = 1;
+    while (level.size() > 1) {
+      const std::size_t m = level.size();
+      const std::size_t nparents = (m + F - 1) / F;
+      std::vector<Node*> up;
+      std::vector<std::uint64_t> up_counts;
+      std::size_t c = 0;
+      for (std::size_t p = 0; p < nparents; ++p) {
+        const std::size_t take = m / nparents + (p < m % nparents ? 1 : 0);
+        Inner* in = new_inner();
+        std::uint64_t total = 0;
+        for (std::size_t j = 0; j < take; ++j, ++c) {
+          in->child[j] = level[c];
+          in->count[j] = counts[c];
+          in->keys[j] = level[c]->keys[0];
+          total += counts[c];
+        }
+        in->n = static_cast<std::uint16_t>(take);
+        pack_prefixes(in);
+        up.push_back(in);
+        up_counts.push_back(total);
+      }
+      level.swap(up);
+      counts.swap(up_counts);
+      ++height_;
+    }
+    root_ = level[0];
+    size_ = n;
+  }
+
+  // Frees what no live snapshot can reach; returns the bytes freed.
+  std::size_t collect() { return domain_->collect(); }
+
+  void check_invariants() const { view().check(version_); }
+
+ private:
+  Leaf* new_leaf() {
+    auto* n = new Leaf(version_);
+    detail::count_node<F>(n, +1);
+    bytes_ += sizeof(Leaf);
+    return n;
+  }
+  Inner* new_inner() {
+    auto* n = new Inner(version_);
+    detail::count_node<F>(n, +1);
+    bytes_ += sizeof(Inner);
+    return n;
+  }
+
+  void retire_node(Node* n) {
+    bytes_ -= detail::node_bytes(n);
+    domain_->retire_node(n, n->birth, version_, detail::node_bytes(n));
+  }
+  void retire_item(const Item* it, std::uint64_t birth) {
+    bytes_ -= it->nbytes();
+    domain_->retire_item(it, birth, version_);
+  }
+
+  // The one copy-on-write primitive: the node itself if this version owns it, else a copy
+  // (born now) while the original is retired for the snapshots that still reach it.
+  Node* make_writable(Node* n) {
+    if (n->birth == version_) return n;
+    Node* copy;
+    if (n->leaf) {
+      auto* c = new Leaf(*detail::as_leaf(n));
+      copy = c;
+    } else {
+      auto* c = new Inner(*detail::as_inner(n));
+      copy = c;
+    }
+    copy->birth = version_;
+    detail::count_node<F>(copy, +1);
+    bytes_ += detail::node_bytes(copy);
+    retire_node(n);
+    return copy;
+  }
+
+  // Ensures every key of the node and `k` share the inline prefix, shrinking it if needed.
+  static void adopt_key(Node* nd, std::string_view k) noexcept {
+    if (nd->n == 0) {
+      nd->skip = static_cast<std::uint8_t>(std::min<std::size_t>(k.size(), detail::kMaxSkip));
+      std::memcpy(nd->lcp, k.data(), nd->skip);
+      return;
+    }
+    shrink_skip(nd, detail::common_prefix(nd->lcp, nd->skip, k.data(), k.size()));
+  }
+
+  // Re-derives the per-slot integers for a shorter prefix from the inline prefix bytes and
+  // the old integers; no key is dereferenced.
+  static void shrink_skip(Node* nd, std::size_t new_skip) noexcept {
+    if (new_skip >= nd->skip) return;
+    const std::size_t gap = nd->skip - new_skip;
+    for (unsigned i = 0; i < nd->n; ++i) {
+      unsigned char buf[16];
+      const std::size_t from_lcp = std::min<std::size_t>(gap, 8);
+      std::memcpy(buf, nd->lcp + new_skip, from_lcp);
+      const std::uint64_t be = __builtin_bswap64(nd->pfx[i]);
+      std::memcpy(buf + from_lcp, &be, 8);
+      std::uint64_t v;
+      std::memcpy(&v, buf, 8);
+      nd->pfx[i] = __builtin_bswap64(v);
+    }
+    nd->skip = static_cast<std::uint8_t>(new_skip);
+  }
+
+  // Sets the exact common prefix of a freshly packed node (keys sorted: first and last decide).
+  static void pack_prefixes(Node* nd) noexcept {
+    const std::string_view a = nd->key(0), b = nd->key(nd->n - 1u);
+    const std::size_t l = std::min<std::size_t>(detail::common_prefix(a.data(), a.size(), b.data(), b.size()),
+                                                detail::kMaxSkip);
+    nd->skip = static_cast<std::uint8_t>(l);
+    std::memcpy(nd->lcp, a.data(), l);
+    for (unsigned i = 0; i < nd->n; ++i) nd->pfx[i] = detail::key_prefix(nd->key(i), l);
+  }
+
+  // Points slot i at `it` (a new minimum or a replacement item), keeping the prefix valid.
+  static void set_key(Node* nd, unsigned i, const Item* it) noexcept {
+    if (nd->keys[i] == it) return;
+    adopt_key(nd, it->key());
+    nd->keys[i] = it;
+    nd->pfx[i] = detail::key_prefix(it->key(), nd->skip);
+  }
+
+  // Opens slot `pos` (shifting the rest right) and fills its key; the caller fills the rest.
+  static void open_slot(Node* nd, unsigned pos, const Item* key_item) noexcept {
+    adopt_key(nd, key_item->key());
+    const unsigned tail = nd->n - pos;
+    std::memmove(&nd->pfx[pos + 1], &nd->pfx[pos], tail * sizeof(nd->pfx[0]));
+    std::memmove(&nd->keys[pos + 1], &nd->keys[pos], tail * sizeof(nd->keys[0]));
+    if (nd->leaf) {
+      auto* lf = detail::as_leaf(nd);
+      std::memmove(&lf->item_birth[pos + 1], &lf->item_birth[pos], tail * sizeof(lf->item_birth[0]));
+    } else {
+      auto* in = detail::as_inner(nd);
+      std::memmove(&in->child[pos + 1], &in->child[pos], tail * sizeof(in->child[0]));
+      std::memmove(&in->count[pos + 1], &in->count[pos], tail * sizeof(in->count[0]));
+    }
+    nd->keys[pos] = key_item;
+    nd->pfx[pos] = detail::key_prefix(key_item->key(), nd->skip);
+    ++nd->n;
+  }
+
+  static void close_slot(Node* nd, unsigned pos) noexcept {
+    const unsigned tail = nd->n - pos - 1u;
+    std::memmove(&nd->pfx[pos], &nd->pfx[pos + 1], tail * sizeof(nd->pfx[0]));
+    std::memmove(&nd->keys[pos], &nd->keys[pos + 1], tail * sizeof(nd->keys[0]));
+    if (nd->leaf) {
+      auto* lf = detail::as_leaf(nd);
+      std::memmove(&lf->item_birth[pos], &lf->item_birth[pos + 1], tail * sizeof(lf->item_birth[0]));
+    } else {
+      auto* in = detail::as_inner(nd);
+      std::memmove(&in->child[pos], &in->child[pos + 1], tail * sizeof(in->child[0]));
+      std::memmove(&in->count[pos], &in->count[pos + 1], tail * sizeof(in->count[0]));
+    }
+    --nd->n;
+  }
+
+  // Moves slot `from` of `src` into slot `to` of `dst` (same node kind).
+  static void move_slot(Node* src, unsigned from, Node* dst, unsigned to) noexcept {
+    open_slot(dst, to, src->keys[from]);
+    if (src->leaf) {
+      detail::as_leaf(dst)->item_birth[to] = detail::as_leaf(src)->item_birth[from];
+    } else {
+      detail::as_inner(dst)->child[to] = detail::as_inner(src)->child[from];
+      detail::as_inner(dst)->count[to] = detail::as_inner(src)->count[from];
+    }
+    close_slot(src, from);
+  }
+
+  static std::uint64_t weight(const Node* nd, unsigned i) noexcept {
+    return nd->leaf ? 1 : detail::as_inner(nd)->count[i];
+  }
+
+  // Splits the full (writable) child i of p into two halves; p gains slot i+1.
+  void split_child(Inner* p, unsigned i) {
+    Node* c = p->child[i];
+    Node* s = c->leaf ? static_cast<Node*>(new_leaf()) : static_cast<Node*>(new_inner());
+    const unsigned mid = F / 2, moved = F - mid;
+    s->skip = c->skip;
+    std::memcpy(s->lcp, c->lcp, c->skip);
+    std::memcpy(s->pfx, c->pfx + mid, moved * sizeof(c->pfx[0]));
+    std::memcpy(s->keys, c->keys + mid, moved * sizeof(c->keys[0]));
+    std::uint64_t moved_count = moved;
+    if (c->leaf) {
+      std::memcpy(detail::as_leaf(s)->item_birth, detail::as_leaf(c)->item_birth + mid,
+                  moved * sizeof(std::uint64_t));
+    } else {
+      auto* cs = detail::as_inner(s);
+      auto* cc = detail::as_inner(c);
+      std::memcpy(cs->child, cc->child + mid, moved * sizeof(cc->child[0]));
+      std::memcpy(cs->count, cc->count + mid, moved * sizeof(cc->count[0]));
+      moved_count = 0;
+      for (unsigned j = 0; j < moved; ++j) moved_count += cs->count[j];
+    }
+    s->n = static_cast<std::uint16_t>(moved);
+    c->n = static_cast<std::uint16_t>(mid);
+    open_slot(p, i + 1, s->keys[0]);
+    p->child[i + 1] = s;
+    p->count[i + 1] = moved_count;
+    p->count[i] -= moved_count;
+  }
+
+  bool insert(Node* nd, const Item* item) {
+    const std::string_view k = item->key();
+    if (nd->leaf) {
+      auto* lf = detail::as_leaf(nd);
+      const unsigned pos = detail::lower_bound(nd, k);
+      if (pos < nd->n && nd->key(pos) == k) {
+        const Item* old = nd->keys[pos];
+        const std::uint64_t old_birth = lf->item_birth[pos];
+        nd->keys[pos] = item;  // same key: the inline bytes stay right
+        lf->item_birth[pos] = version_;
+        bytes_ += item->nbytes();
+        retire_item(old, old_birth);
+        return false;
+      }
+      open_slot(nd, pos, item);
+      lf->item_birth[pos] = version_;
+      bytes_ += item->nbytes();
+      return true;
+    }
+    auto* in = detail::as_inner(nd);
+    unsigned i = detail::child_index(nd, k);
+    in->child[i] = make_writable(in->child[i]);
+    if (in->child[i]->n == F) {
+      split_child(in, i);
+      if (!(k < in->key(i + 1))) ++i;
+    }
+    Node* c = in->child[i];
+    const bool inserted = insert(c, item);
+    if (inserted) ++in->count[i];
+    set_key(nd, i, c->keys[0]);
+    return inserted;
+  }
+
+  // Erases k (known to be present) below the writable node nd.
+  void erase_from(Node* nd, std::string_view k) {
+    if (nd->leaf) {
+      const unsigned pos = detail::lower_bound(nd, k);
+      const Item* old = nd->keys[pos];
+      const std::uint64_t birth = detail::as_leaf(nd)->item_birth[pos];
+      close_slot(nd, pos);
+      retire_item(old, birth);
+      return;
+    }
+    auto* in = detail::as_inner(nd);
+    const unsigned i = detail::child_index(nd, k);
+    Node* c = make_writable(in->child[i]);
+    in->child[i] = c;
+    erase_from(c, k);
+    --in->count[i];
+    if (c->n < F / 2)
+      rebalance(in, i);
+    else
+      set_key(nd, i, c->keys[0]);
+  }
+
+  // Child i of p fell below minimum fill: borrow from a sibling or merge with it.
+  void rebalance(Inner* p, unsigned i) {
+    const bool use_left = i > 0;
+    const unsigned j = use_left ? i - 1 : i + 1;
+    p->child[j] = make_writable(p->child[j]);
+    Node* c = p->child[i];
+    Node* sib = p->child[j];
+    if (sib->n > F / 2) {
+      const unsigned from = use_left ? sib->n - 1u : 0u;
+      const unsigned to = use_left ? 0u : c->n;
+      const std::uint64_t w = weight(sib, from);
+      move_slot(sib, from, c, to);
+      p->count[i] += w;
+      p->count[j] -= w;
+      set_key(p, i, c->keys[0]);
+      set_key(p, j, sib->keys[0]);
+      return;
+    }
+    const unsigned l = std::min(i, j), r = std::max(i, j);
+    Node* left = p->child[l];
+    Node* right = p->child[r];
+    const std::size_t shared = std::min<std::size_t>(
+        detail::common_prefix(left->lcp, left->skip, right->lcp, right->skip), std::min(left->skip, right->skip));
+    shrink_skip(left, shared);
+    shrink_skip(right, shared);
+    const unsigned base = left->n;
+    std::memcpy(left->pfx + base, right->pfx, right->n * sizeof(right->pfx[0]));
+    std::memcpy(left->keys + base, right->keys, right->n * sizeof(right->keys[0]));
+    if (left->leaf) {
+      std::memcpy(detail::as_leaf(left)->item_birth + base, detail::as_leaf(right)->item_birth,
+                  right->n * sizeof(std::uint64_t));
+    } else {
+      std::memcpy(detail::as_inner(left)->child + base, detail::as_inner(right)->child,
+                  right->n * sizeof(Node*));
+      std::memcpy(detail::as_inner(left)->count + base, detail::as_inner(right)->count,
+                  right->n * sizeof(std::uint64_t));
+    }
+    left->n = static_cast<std::uint16_t>(base + right->n);
+    p->count[l] += p->count[r];
+    close_slot(p, r);
+    retire_node(right);
+    set_key(p, l, left->keys[0]);
+  }
+
+  // Hands every live node and item to the domain as leaving at `death` (kForever when the
+  // tree itself goes away). With no snapshot pinned, frees directly.
+  void release_all(std::uint64_t death) {
+    if (!root_) return;
+    const bool pinned = domain_->oldest_pin() != detail::kForever;
+    release_subtree(root_, death, pinned);
+  }
+
+  void release_subtree(Node* nd, std::uint64_t death, bool pinned) {
+    if (nd->leaf) {
+      auto* lf = detail::as_leaf(nd);
+      for (unsigned i = 0; i < nd->n; ++i) {
+        if (pinned)
+          domain_->retire_item(nd->keys[i], lf->item_birth[i], death);
+        else
+          nd->keys[i]->release();
+      }
+    } else {
+      auto* in = detail::as_inner(nd);
+      for (unsigned i = 0; i < nd->n; ++i) release_subtree(in->child[i], death, pinned);
+    }
+    if (pinned)
+      domain_->retire_node(nd, nd->birth, death, detail::node_bytes(nd));
+    else
+      detail::free_node<F>(nd);
+  }
+
+  std::shared_ptr<detail::ReclaimDomain> domain_;
+  Node* root_ = nullptr;
+  unsigned height_ = 0;
+  std::size_t size_ = 0;
+  std::size_t bytes_ = 0;
+  // Starts at 1 so that version 0 never names a real snapshot.
+  std::uint64_t version_ = 1;
+};
+
+using Tree = BasicTree<kDefaultFanout>;
+using Snapshot = BasicSnapshot<kDefaultFanout>;
+using Cursor = BasicCursor<kDefaultFanout>;
+using ScanResult = BasicScanResult<kDefaultFanout>;
+
+}  // namespace watchcache

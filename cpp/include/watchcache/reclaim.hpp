@@ -1,0 +1,247 @@
+// ReclaimDomain: version-interval reclamation for the nodes and items of one Tree.
+//
+// Why not per-node refcounts: copying a node under refcounting must bump the count of every
+// child (or item) it points to — one cache miss each, 32+ per copied node — and a write right
+// after a snapshot copies a whole root-to-leaf path. Here copying touches nothing but the copy.
+//
+// The scheme. The tree has a version counter V. snapshot() freezes version V and moves the
+// tree to V+1. Every node and every item slot records its birth version b. When the writer
+// replaces or removes an object at tree version d, the object was part of the live trees of
+// versions b..d-1, so exactly the snapshots with a version in [b, d) can reach it. It is
+// "retired" with that interval and freed once no live snapshot's version lies in [b, d).
+// An object born in the current version (b == d) was never seen by a snapshot and is freed
+// at once; that is also why the writer may mutate such objects in place.
+//
+//   versions:   1     2     3     4     5        live snapshots: {2, 5}
+//   node A:     [b=1 ........ d=4)                -> pinned by 2
+//   node B:           [b=3 .. d=4)                -> freeable (no live version in [3, 4))
+//
+// Pins: every Snapshot object pins its version (pin on construction/copy, unpin on
+// destruction) from any thread; the registry and Python-held snapshots are just Snapshots.
+// Collection: the retired list is ordered by death version (the writer retires at the
+// current version, which never decreases), so everything whose death <= the oldest pinned
+// version is a prefix of the list: unpinning the oldest snapshot frees that prefix in
+// O(freed). Objects stuck behind an old pin but in no live interval ("holes", e.g. an old
+// snapshot kept while newer ones come and go) are found by a full sweep, which the writer
+// runs when the retired list has doubled since the last sweep, so it is amortized O(log s)
+// per retirement.
+//
+// Thread-safety: one mutex guards the pin set and the retired list; freeing runs outside it.
+// Lifetime: held by shared_ptr from the Tree and every Snapshot; the last holder frees
+// whatever is still retired.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "watchcache/item.hpp"
+
+namespace watchcache::detail {
+
+inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::max();
+
+class ReclaimDomain {
+ public:
+  using NodeFreer = void (*)(void*) noexcept;
+
+  explicit ReclaimDomain(NodeFreer free_node) noexcept : free_node_(free_node) {}
+  ReclaimDomain(const ReclaimDomain&) = delete;
+  ReclaimDomain& operator=(const ReclaimDomain&) = delete;
+  ~ReclaimDomain() {
+    for (const Retired& r : retired_) free_one(r);
+  }
+
+  void pin(std::uint64_t version) {
+    std::lock_guard lock(mu_);
+    if (pins_.empty() || pins_.back().version < version) {
+      pins_.push_back({version, 1});
+      return;
+    }
+    auto it = find_pin(version);
+    if (it != pins_.end() && it->version == version) {
+      if (it->count++ == 0) --zero_pins_;
+    } else {
+      pins_.insert(it, {version, 1});
+    }
+  }
+
+  void unpin(std::uint64_t version) noexcept {
+    std::vector<Retired> to_free;
+    {
+      std::lock_guard lock(mu_);
+      auto it = find_pin(version);
+      if (it == pins_.end() || it->version != version || it->count == 0) return;  // unreachable
+      if (--it->count == 0) ++zero_pins_;
+      drop_zero_pins();
+      take_freeable_prefix(to_free);
+    }
+    for (const Retired& r : to_free) free_one(r);
+  }
+
+  // Hands an object that left the live tree at version `death` to the domain.
+  void retire_node(void* node, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
+    retire({node, birth, death, bytes, Kind::Node});
+  }
+  void retire_item(const Item* item, std::uint64_t birth, std::uint64_t death) {
+    retire({const_cast<Item*>(item), birth, death, item->nbytes(), Kind::Item});
+  }
+
+  // Frees every retired object no live snapshot can reach. Returns the bytes freed.
+  std::size_t collect() {
+    std::vector<Retired> to_free;
+    {
+      std::lock_guard lock(mu_);
+      sweep(to_free);
+    }
+    std::size_t freed = 0;
+    for (const Retired& r : to_free) {
+      freed += r.bytes;
+      free_one(r);
+    }
+    return freed;
+  }
+
+  // Bytes of retired objects still held for live snapshots.
+  std::size_t retired_bytes() const {
+    std::lock_guard lock(mu_);
+    return retired_bytes_;
+  }
+  std::size_t retired_count() const {
+    std::lock_guard lock(mu_);
+    return retired_.size();
+  }
+  std::uint64_t oldest_pin() const {
+    std::lock_guard lock(mu_);
+    return oldest_pin_locked();
+  }
+
+  // For each pinned version, the bytes only it keeps alive: retired objects whose interval
+  // holds no other pinned version. O(retired * log pins).
+  std::vector<std::pair<std::uint64_t, std::size_t>> exclusive_bytes() const {
+    std::lock_guard lock(mu_);
+    std::vector<std::pair<std::uint64_t, std::size_t>> out;
+    for (const Pin& p : pins_)
+      if (p.count > 0) out.emplace_back(p.version, 0);
+    for (const Retired& r : retired_) {
+      auto lo = std::lower_bound(out.begin(), out.end(), r.birth,
+                                 [](const auto& e, std::uint64_t v) { return e.first < v; });
+      if (lo != out.end() && lo->first < r.death &&
+          (std::next(lo) == out.end() || std::next(lo)->first >= r.death))
+        lo->second += r.bytes;
+    }
+    return out;
+  }
+
+ private:
+  enum class Kind : std::uint8_t { Node, Item };
+  struct Retired {
+    void* ptr;
+    std::uint64_t birth;
+    std::uint64_t death;
+    std::size_t bytes;
+    Kind kind;
+  };
+  struct Pin {
+    std::uint64_t version;
+    std::uint32_t count;
+  };
+
+  void retire(const Retired& r) {
+    if (r.birth >= r.death) {  // never visible to any snapshot
+      free_one(r);
+      return;
+    }
+    std::vector<Retired> to_free;
+    {
+      std::lock_guard lock(mu_);
+      if (!any_pin_in_locked(r.birth, r.death)) {
+        to_free.push_back(r);
+      } else {
+        retired_.push_back(r);
+        retired_bytes_ += r.bytes;
+        if (retired_.size() >= sweep_threshold_) sweep(to_free);
+      }
+    }
+    for (const Retired& f : to_free) free_one(f);
+  }
+
+  void free_one(const Retired& r) noexcept {
+    if (r.kind == Kind::Item)
+      static_cast<const Item*>(r.ptr)->release();
+    else
+      free_node_(r.ptr);
+  }
+
+  std::deque<Pin>::iterator find_pin(std::uint64_t version) {
+    return std::lower_bound(pins_.begin(), pins_.end(), version,
+                            [](const Pin& p, std::uint64_t v) { return p.version < v; });
+  }
+  std::deque<Pin>::const_iterator find_pin(std::uint64_t version) const {
+    return std::lower_bound(pins_.begin(), pins_.end(), version,
+                            [](const Pin& p, std::uint64_t v) { return p.version < v; });
+  }
+
+  // Zero-count pins are dropped from the front at once and compacted elsewhere lazily, so
+  // unpinning in any order stays O(log s) amortized.
+  void drop_zero_pins() {
+    while (!pins_.empty() && pins_.front().count == 0) {
+      pins_.pop_front();
+      --zero_pins_;
+    }
+    if (zero_pins_ > 16 && zero_pins_ * 2 > pins_.size()) {
+      std::erase_if(pins_, [](const Pin& p) { return p.count == 0; });
+      zero_pins_ = 0;
+    }
+  }
+
+  std::uint64_t oldest_pin_locked() const {
+    for (const Pin& p : pins_)
+      if (p.count > 0) return p.version;
+    return kForever;
+  }
+
+  bool any_pin_in_locked(std::uint64_t birth, std::uint64_t death) const {
+    for (auto it = find_pin(birth); it != pins_.end() && it->version < death; ++it)
+      if (it->count > 0) return true;
+    return false;
+  }
+
+  void take_freeable_prefix(std::vector<Retired>& to_free) {
+    const std::uint64_t oldest = oldest_pin_locked();
+    while (!retired_.empty() && retired_.front().death <= oldest) {
+      to_free.push_back(retired_.front());
+      retired_bytes_ -= retired_.front().bytes;
+      retired_.pop_front();
+    }
+  }
+
+  void sweep(std::vector<Retired>& to_free) {
+    std::deque<Retired> kept;
+    for (const Retired& r : retired_) {
+      if (any_pin_in_locked(r.birth, r.death)) {
+        kept.push_back(r);
+      } else {
+        to_free.push_back(r);
+        retired_bytes_ -= r.bytes;
+      }
+    }
+    retired_.swap(kept);
+    sweep_threshold_ = std::max<std::size_t>(1024, 2 * retired_.size());
+  }
+
+  NodeFreer free_node_;
+  mutable std::mutex mu_;
+  std::deque<Pin> pins_;
+  std::size_t zero_pins_ = 0;
+  std::deque<Retired> retired_;
+  std::size_t retired_bytes_ = 0;
+  std::size_t sweep_threshold_ = 1024;
+};
+
+}  // namespace watchcache::detail
