@@ -1,0 +1,180 @@
+// Conversions between Python objects and engine types, shared by the register_*.cpp files.
+// Glue only: type checks with clear TypeErrors, zero-copy views of str/bytes while the
+// Python object is alive, and list building with the raw C API (pybind11's generic casts
+// cost ~2x for the 500-tuple pages the cache serves).
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "watchcache/btree.hpp"
+#include "watchcache/item.hpp"
+#include "watchcache/registry.hpp"
+#include "watchcache/selector.hpp"
+
+namespace watchcache::bindings {
+
+namespace py = pybind11;
+
+// Python-side handle of an item: one reference, so the item outlives trees and snapshots.
+struct PyItem {
+  ItemRef ref;
+};
+
+struct PySelector {
+  std::shared_ptr<const Selector> selector;
+};
+
+inline std::string type_name(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+
+// A view of a str's UTF-8 bytes, valid while the str is alive.
+inline std::string_view as_key(py::handle h, const char* what = "key") {
+  if (!PyUnicode_Check(h.ptr()))
+    throw py::type_error(std::string(what) + " must be str, not " + type_name(h));
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+  if (!data) throw py::error_already_set();
+  return {data, static_cast<std::size_t>(size)};
+}
+
+inline std::optional<std::string_view> as_optional_key(py::handle h, const char* what) {
+  if (h.is_none()) return std::nullopt;
+  return as_key(h, what);
+}
+
+inline py::str to_str(std::string_view s) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (!o) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+inline py::bytes to_bytes(std::string_view s) {
+  return py::bytes(s.data(), s.size());
+}
+
+// Holds a contiguous read-only buffer (bytes, bytearray, memoryview, ...) for a scope.
+class ValueBuffer {
+ public:
+  explicit ValueBuffer(py::handle h) {
+    if (PyUnicode_Check(h.ptr()) || !PyObject_CheckBuffer(h.ptr()))
+      throw py::type_error("value must be bytes-like (bytes, bytearray, memoryview), not " + type_name(h));
+    if (PyObject_GetBuffer(h.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  }
+  ValueBuffer(const ValueBuffer&) = delete;
+  ValueBuffer& operator=(const ValueBuffer&) = delete;
+  ~ValueBuffer() { PyBuffer_Release(&view_); }
+  std::string_view view() const noexcept {
+    return {static_cast<const char*>(view_.buf), static_cast<std::size_t>(view_.len)};
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+inline std::int64_t as_revision(py::handle h) {
+  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+    throw py::type_error("mod_revision must be int, not " + type_name(h));
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow) throw py::value_error("mod_revision out of range for a 64-bit integer");
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (v < 0) throw py::value_error("mod_revision must not be negative, got " + std::to_string(v));
+  return v;
+}
+
+// Mapping[str, str] | None -> pairs viewing the mapping's strings. `keep` holds the items
+// list alive for the views' lifetime.
+inline std::vector<StringPair> as_string_map(py::handle h, const char* what, py::list& keep) {
+  std::vector<StringPair> out;
+  if (h.is_none()) return out;
+  if (!PyDict_Check(h.ptr()) && !py::isinstance(h, py::module_::import("collections.abc").attr("Mapping")))
+    throw py::type_error(std::string(what) + " must be a mapping of str to str, not " + type_name(h));
+  keep = py::list(h.attr("items")());
+  out.reserve(keep.size());
+  for (py::handle kv : keep) {
+    auto pair = py::reinterpret_borrow<py::tuple>(kv);
+    out.emplace_back(as_key(pair[0], what), as_key(pair[1], what));
+  }
+  return out;
+}
+
+inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, py::handle labels,
+                         py::handle fields) {
+  const std::string_view k = as_key(key);
+  ValueBuffer v(value);
+  const std::int64_t rev = revision.is_none() ? 0 : as_revision(revision);
+  py::list keep_labels, keep_fields;
+  auto l = as_string_map(labels, "labels", keep_labels);
+  auto f = as_string_map(fields, "fields", keep_fields);
+  return ItemRef::adopt(Item::create(k, v.view(), rev, std::move(l), std::move(f)));
+}
+
+// An entry of put_many/from_sorted: Item, (key, value) or (key, value, mod_revision).
+inline ItemRef entry_to_item(py::handle entry) {
+  if (py::isinstance<PyItem>(entry)) return entry.cast<PyItem&>().ref;
+  if (!PyTuple_Check(entry.ptr()) && !PyList_Check(entry.ptr()))
+    throw py::type_error("entry must be an Item or a (key, value[, mod_revision]) tuple, not " + type_name(entry));
+  auto seq = py::reinterpret_borrow<py::sequence>(entry);
+  const auto n = seq.size();
+  if (n != 2 && n != 3)
+    throw py::type_error("entry tuple must have 2 or 3 elements, got " + std::to_string(n));
+  return make_item(seq[0], seq[1], n == 3 ? py::object(seq[2]) : py::object(py::none()), py::none(), py::none());
+}
+
+// Builds the pairs / keys / values lists of a page with the raw C API.
+enum class ListShape { Keys, Values, Pairs };
+
+template <class ItemRange>
+py::list build_list(const ItemRange& items, ListShape shape) {
+  const auto n = static_cast<Py_ssize_t>(items.size());
+  PyObject* list = PyList_New(n);
+  if (!list) throw py::error_already_set();
+  Py_ssize_t i = 0;
+  for (const Item* it : items) {
+    PyObject* obj = nullptr;
+    PyObject* k = nullptr;
+    PyObject* v = nullptr;
+    if (shape != ListShape::Values) {
+      k = PyUnicode_DecodeUTF8(it->key().data(), static_cast<Py_ssize_t>(it->key().size()), "surrogateescape");
+    }
+    if (shape != ListShape::Keys) {
+      v = PyBytes_FromStringAndSize(it->value().data(), static_cast<Py_ssize_t>(it->value().size()));
+    }
+    if (shape == ListShape::Keys) {
+      obj = k;
+    } else if (shape == ListShape::Values) {
+      obj = v;
+    } else if (k && v) {
+      obj = PyTuple_New(2);
+      if (obj) {
+        PyTuple_SET_ITEM(obj, 0, k);
+        PyTuple_SET_ITEM(obj, 1, v);
+      } else {
+        Py_DECREF(k);
+        Py_DECREF(v);
+      }
+    } else {
+      Py_XDECREF(k);
+      Py_XDECREF(v);
+    }
+    if (!obj) {
+      Py_DECREF(list);
+      throw py::error_already_set();
+    }
+    PyList_SET_ITEM(list, i++, obj);
+  }
+  return py::reinterpret_steal<py::list>(list);
+}
+
+void register_item(py::module_& m);
+void register_selector(py::module_& m);
+void register_tree(py::module_& m);
+void register_registry(py::module_& m);
+
+}  // namespace watchcache::bindings

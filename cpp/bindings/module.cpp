@@ -1,0 +1,26 @@
+// watchcache._core: wires the register_* files together. No logic lives in the bindings:
+// the engine is in cpp/include/watchcache, the Python API in python/watchcache.
+#include "convert.hpp"
+
+#ifndef WATCHCACHE_VERSION
+#define WATCHCACHE_VERSION "dev"
+#endif
+
+PYBIND11_MODULE(_core, m) {
+  namespace wb = watchcache::bindings;
+  m.doc() = "Native engine of watchcache: persistent B+tree with O(1) snapshots";
+  m.attr("__version__") = WATCHCACHE_VERSION;
+  m.attr("FANOUT") = watchcache::kDefaultFanout;
+  wb::register_item(m);
+  wb::register_selector(m);
+  wb::register_tree(m);
+  wb::register_registry(m);
+  m.def("live_counters", [] {
+    auto& c = watchcache::detail::live_counters();
+    pybind11::dict d;
+    d["nodes"] = c.nodes.load();
+    d["items"] = c.items.load();
+    d["bytes"] = c.bytes.load();
+    return d;
+  });
+}

@@ -1,0 +1,102 @@
+// SnapshotRegistry and SnapshotUsage.
+#include "convert.hpp"
+
+namespace watchcache::bindings {
+
+namespace {
+
+std::int64_t as_rv(py::handle h) {
+  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+    throw py::type_error("resource_version must be int, not " + type_name(h));
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow) throw py::value_error("resource_version out of range for a 64-bit integer");
+  return v;
+}
+
+std::size_t as_budget(py::handle h) {
+  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+    throw py::type_error("budget_bytes must be int, not " + type_name(h));
+  const long long v = h.cast<long long>();
+  if (v < 0) throw py::value_error("budget_bytes must not be negative");
+  return static_cast<std::size_t>(v);
+}
+
+py::object entry_or_none(const std::optional<SnapshotRegistry::Entry>& e) {
+  if (!e) return py::none();
+  return py::make_tuple(e->first, e->second);
+}
+
+}  // namespace
+
+void register_registry(py::module_& m) {
+  py::class_<SnapshotUsage>(m, "SnapshotUsage")
+      .def_readonly("resource_version", &SnapshotUsage::resource_version)
+      .def_readonly("exclusive_bytes", &SnapshotUsage::exclusive_bytes)
+      .def_readonly("shared_bytes", &SnapshotUsage::shared_bytes)
+      .def("__repr__", [](const SnapshotUsage& u) {
+        return "SnapshotUsage(resource_version=" + std::to_string(u.resource_version) +
+               ", exclusive_bytes=" + std::to_string(u.exclusive_bytes) +
+               ", shared_bytes=" + std::to_string(u.shared_bytes) + ")";
+      });
+
+  py::class_<SnapshotRegistry>(m, "SnapshotRegistry")
+      .def(py::init([](py::handle budget) { return std::make_unique<SnapshotRegistry>(as_budget(budget)); }),
+           py::arg("budget_bytes") = 0)
+      .def(
+          "add",
+          [](SnapshotRegistry& r, py::handle rv, py::handle snap) {
+            if (!py::isinstance<Snapshot>(snap))
+              throw py::type_error("snapshot must be a Snapshot, not " + type_name(snap));
+            const std::int64_t v = as_rv(rv);
+            Snapshot copy = snap.cast<const Snapshot&>();
+            py::gil_scoped_release nogil;  // eviction may free a lot
+            r.add(v, std::move(copy));
+          },
+          py::arg("resource_version"), py::arg("snapshot"))
+      .def(
+          "get",
+          [](const SnapshotRegistry& r, py::handle rv) -> py::object {
+            auto s = r.get(as_rv(rv));
+            if (!s) return py::none();
+            return py::cast(std::move(*s));
+          },
+          py::arg("resource_version"))
+      .def(
+          "floor", [](const SnapshotRegistry& r, py::handle rv) { return entry_or_none(r.floor(as_rv(rv))); },
+          py::arg("resource_version"))
+      .def("latest", [](const SnapshotRegistry& r) { return entry_or_none(r.latest()); })
+      .def("oldest", [](const SnapshotRegistry& r) { return entry_or_none(r.oldest()); })
+      .def(
+          "prune_below",
+          [](SnapshotRegistry& r, py::handle rv) {
+            const std::int64_t v = as_rv(rv);
+            py::gil_scoped_release nogil;
+            return r.prune_below(v);
+          },
+          py::arg("resource_version"))
+      .def("clear",
+           [](SnapshotRegistry& r) {
+             py::gil_scoped_release nogil;
+             r.clear();
+           })
+      .def("__len__", &SnapshotRegistry::size)
+      .def("size", &SnapshotRegistry::size)
+      .def("__contains__",
+           [](const SnapshotRegistry& r, py::handle rv) {
+             return PyLong_Check(rv.ptr()) && !PyBool_Check(rv.ptr()) && r.contains(as_rv(rv));
+           })
+      .def("resource_versions", &SnapshotRegistry::resource_versions)
+      .def_property(
+          "budget_bytes", &SnapshotRegistry::budget_bytes,
+          [](SnapshotRegistry& r, py::handle v) { r.set_budget_bytes(as_budget(v)); })
+      .def_property_readonly("evicted", &SnapshotRegistry::evicted)
+      .def("pinned_bytes", &SnapshotRegistry::pinned_bytes)
+      .def("usage", &SnapshotRegistry::usage)
+      .def("__repr__", [](const SnapshotRegistry& r) {
+        return "<SnapshotRegistry len=" + std::to_string(r.size()) + " pinned_bytes=" +
+               std::to_string(r.pinned_bytes()) + ">";
+      });
+}
+
+}  // namespace watchcache::bindings

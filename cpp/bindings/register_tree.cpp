@@ -1,0 +1,406 @@
+// Tree, Snapshot, ScanResult, Cursor and the range iterator.
+//
+// Lifetimes: everything that outlives a call (iterators, cursors, scan results) holds a
+// Snapshot, so it stays valid however the tree changes or is dropped; iterating a Tree
+// therefore iterates a snapshot taken when iteration starts. Items handed to Python hold
+// their own reference. GIL: scans and renders of snapshots release it; reads of the live
+// Tree keep it (the Tree has one writer, serialized by the GIL).
+#include <pybind11/pybind11.h>
+
+#include "convert.hpp"
+#include "watchcache/render.hpp"
+
+namespace watchcache::bindings {
+
+namespace {
+
+using View = detail::View<kDefaultFanout>;
+using Walker = detail::Walker<kDefaultFanout>;
+
+// Iterates keys or (key, value) pairs between optional bounds, either direction.
+class RangeIterator {
+ public:
+  RangeIterator(Snapshot snap, std::optional<std::string> lo, std::optional<std::string> hi, bool lo_inclusive,
+                bool hi_inclusive, bool reverse, bool pairs)
+      : cursor_(std::move(snap)), lo_(std::move(lo)), hi_(std::move(hi)), lo_inclusive_(lo_inclusive),
+        hi_inclusive_(hi_inclusive), reverse_(reverse), pairs_(pairs) {}
+
+  py::object next() {
+    if (!started_) {
+      started_ = true;
+      position();
+    } else {
+      reverse_ ? cursor_.prev() : cursor_.next();
+    }
+    if (!cursor_.valid() || !in_bounds(cursor_.item()->key())) throw py::stop_iteration();
+    const Item* it = cursor_.item();
+    if (!pairs_) return to_str(it->key());
+    return py::make_tuple(to_str(it->key()), to_bytes(it->value()));
+  }
+
+ private:
+  void position() {
+    if (!reverse_) {
+      if (lo_)
+        lo_inclusive_ ? cursor_.seek(*lo_) : cursor_.seek_after(*lo_);
+      else
+        cursor_.seek_first();
+      return;
+    }
+    if (!hi_) {
+      cursor_.seek_last();
+      return;
+    }
+    // Land on the first key past the upper bound, then step back once.
+    const bool past = hi_inclusive_ ? cursor_.seek_after(*hi_) : cursor_.seek(*hi_);
+    if (past)
+      cursor_.prev();
+    else
+      cursor_.seek_last();
+  }
+
+  bool in_bounds(std::string_view k) const {
+    if (lo_ && (lo_inclusive_ ? k < std::string_view(*lo_) : k <= std::string_view(*lo_))) return false;
+    if (hi_ && (hi_inclusive_ ? k > std::string_view(*hi_) : k >= std::string_view(*hi_))) return false;
+    return true;
+  }
+
+  Cursor cursor_;
+  std::optional<std::string> lo_, hi_;
+  bool lo_inclusive_, hi_inclusive_, reverse_, pairs_;
+  bool started_ = false;
+};
+
+std::vector<const Item*> collect_all(const View& v) {
+  std::vector<const Item*> out;
+  out.reserve(v.size);
+  Walker w(v);
+  for (w.seek_first(); w.valid(); w.next()) out.push_back(w.item());
+  return out;
+}
+
+const Item* require(const View& v, py::handle key) {
+  const Item* it = v.find(as_key(key));
+  if (!it) throw py::key_error(py::repr(key));
+  return it;
+}
+
+RangeIterator make_range(Snapshot snap, py::handle lo, py::handle hi, std::pair<bool, bool> inclusive, bool reverse,
+                         bool pairs) {
+  auto lo_key = as_optional_key(lo, "lo");
+  auto hi_key = as_optional_key(hi, "hi");
+  return RangeIterator(std::move(snap), lo_key ? std::optional<std::string>(*lo_key) : std::nullopt,
+                       hi_key ? std::optional<std::string>(*hi_key) : std::nullopt, inclusive.first, inclusive.second,
+                       reverse, pairs);
+}
+
+ScanResult do_scan(const Snapshot& snap, py::handle prefix, py::handle start_at, py::handle start_after,
+                   py::handle limit, py::handle selector) {
+  ScanOptions opts;
+  opts.prefix = as_key(prefix, "prefix");
+  if (!start_at.is_none() && !start_after.is_none())
+    throw py::value_error("pass start_at or start_after, not both");
+  if (!start_at.is_none()) {
+    opts.start = as_key(start_at, "start_at");
+  } else if (!start_after.is_none()) {
+    opts.start = as_key(start_after, "start_after");
+    opts.start_inclusive = false;
+  }
+  if (!PyLong_Check(limit.ptr()) || PyBool_Check(limit.ptr()))
+    throw py::type_error("limit must be int, not " + type_name(limit));
+  const long long lim = limit.cast<long long>();
+  if (lim < 0) throw py::value_error("limit must not be negative, got " + std::to_string(lim));
+  opts.limit = static_cast<std::size_t>(lim);
+  std::shared_ptr<const Selector> sel;
+  if (!selector.is_none()) {
+    if (!py::isinstance<PySelector>(selector))
+      throw py::type_error("selector must be a Selector, not " + type_name(selector));
+    sel = selector.cast<const PySelector&>().selector;
+  }
+  py::gil_scoped_release nogil;
+  if (sel && !sel->empty()) return scan(snap, opts, *sel);
+  return scan(snap, opts);
+}
+
+// The read-only Mapping face shared by Tree (its current state) and Snapshot.
+template <class Cls, class ViewOf, class SnapshotOf>
+void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
+  using Self = typename Cls::type;
+  cls.def("__len__", [view_of](Self& self) { return view_of(self).size; })
+      .def("__contains__",
+           [view_of](Self& self, py::handle key) {
+             return PyUnicode_Check(key.ptr()) && view_of(self).find(as_key(key)) != nullptr;
+           })
+      .def("__getitem__", [view_of](Self& self, py::handle key) { return to_bytes(require(view_of(self), key)->value()); })
+      .def("__iter__",
+           [snapshot_of](Self& self) {
+             return make_range(snapshot_of(self), py::none(), py::none(), {true, false}, false, false);
+           })
+      .def("__reversed__",
+           [snapshot_of](Self& self) {
+             return make_range(snapshot_of(self), py::none(), py::none(), {true, false}, true, false);
+           })
+      .def(
+          "get",
+          [view_of](Self& self, py::handle key, py::object default_) -> py::object {
+            const Item* it = view_of(self).find(as_key(key));
+            return it ? to_bytes(it->value()) : default_;
+          },
+          py::arg("key"), py::arg("default") = py::none())
+      .def("get_item",
+           [view_of](Self& self, py::handle key) -> py::object {
+             const Item* it = view_of(self).find(as_key(key));
+             if (!it) return py::none();
+             return py::cast(PyItem{ItemRef::share(it)});
+           })
+      .def("get_many",
+           [view_of](Self& self, py::handle keys) {
+             std::vector<py::object> ks;
+             for (py::handle k : py::iter(keys)) {
+               as_key(k);  // validate all before doing anything
+               ks.push_back(py::reinterpret_borrow<py::object>(k));
+             }
+             const View v = view_of(self);
+             py::list out(ks.size());
+             for (std::size_t i = 0; i < ks.size(); ++i) {
+               const Item* it = v.find(as_key(ks[i]));
+               out[i] = it ? py::object(to_bytes(it->value())) : py::object(py::none());
+             }
+             return out;
+           })
+      .def("keys", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Keys); })
+      .def("values", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Values); })
+      .def("items", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Pairs); })
+      .def(
+          "count",
+          [view_of](Self& self, py::handle lo, py::handle hi) {
+            return view_of(self).count(as_optional_key(lo, "lo"), as_optional_key(hi, "hi"));
+          },
+          py::arg("lo") = py::none(), py::arg("hi") = py::none())
+      .def("count_prefix",
+           [view_of](Self& self, py::handle prefix) {
+             const std::string_view p = as_key(prefix, "prefix");
+             const auto end = detail::prefix_end(p);
+             return view_of(self).count(p, end ? std::optional<std::string_view>(*end) : std::nullopt);
+           })
+      .def(
+          "irange",
+          [snapshot_of](Self& self, py::handle lo, py::handle hi, std::pair<bool, bool> inclusive, bool reverse) {
+            return make_range(snapshot_of(self), lo, hi, inclusive, reverse, false);
+          },
+          py::arg("lo") = py::none(), py::arg("hi") = py::none(), py::arg("inclusive") = std::make_pair(true, false),
+          py::arg("reverse") = false)
+      .def(
+          "irange_items",
+          [snapshot_of](Self& self, py::handle lo, py::handle hi, std::pair<bool, bool> inclusive, bool reverse) {
+            return make_range(snapshot_of(self), lo, hi, inclusive, reverse, true);
+          },
+          py::arg("lo") = py::none(), py::arg("hi") = py::none(), py::arg("inclusive") = std::make_pair(true, false),
+          py::arg("reverse") = false)
+      .def(
+          "scan",
+          [snapshot_of](Self& self, py::handle prefix, py::handle start_at, py::handle start_after, py::handle limit,
+                        py::handle selector) {
+            return do_scan(snapshot_of(self), prefix, start_at, start_after, limit, selector);
+          },
+          py::arg("prefix") = "", py::kw_only(), py::arg("start_at") = py::none(), py::arg("start_after") = py::none(),
+          py::arg("limit") = 0, py::arg("selector") = py::none())
+      .def("cursor", [snapshot_of](Self& self) { return Cursor(snapshot_of(self)); })
+      .def("check_invariants", [](Self& self) {
+        if constexpr (std::is_same_v<Self, Tree>)
+          self.check_invariants();
+        else
+          self.view().check(detail::kForever);
+      });
+}
+
+// Pickled snapshots carry their items; unpickling builds a fresh tree and keeps only its
+// snapshot (the tree itself is dropped: the snapshot's domain keeps the nodes).
+py::tuple snapshot_state(const Snapshot& snap) {
+  py::list entries;
+  Walker w(snap.view());
+  for (w.seek_first(); w.valid(); w.next()) entries.append(py::cast(PyItem{ItemRef::share(w.item())}));
+  return py::make_tuple(entries);
+}
+
+Snapshot snapshot_from_items(py::handle entries) {
+  std::vector<ItemRef> items;
+  for (py::handle e : py::iter(entries)) items.push_back(entry_to_item(e));
+  Tree t;
+  t.assign_sorted(std::move(items));
+  return t.snapshot();
+}
+
+const Item* cursor_item(const Cursor& c) {
+  if (!c.valid()) throw py::key_error("cursor is not positioned on an item");
+  return c.item();
+}
+
+}  // namespace
+
+void register_tree(py::module_& m) {
+  py::class_<RangeIterator>(m, "_RangeIterator")
+      .def("__iter__", [](py::handle self) { return self; })
+      .def("__next__", &RangeIterator::next);
+
+  py::class_<ScanResult>(m, "ScanResult")
+      .def_property_readonly("next_key",
+                             [](const ScanResult& r) -> py::object {
+                               if (!r.next_key) return py::none();
+                               return to_str(*r.next_key);
+                             })
+      .def_property_readonly("last_key",
+                             [](const ScanResult& r) -> py::object {
+                               if (r.items.empty()) return py::none();
+                               return to_str(r.items.back()->key());
+                             })
+      .def_property_readonly("remaining", [](const ScanResult& r) { return r.remaining; })
+      .def_property_readonly("scanned", [](const ScanResult& r) { return r.scanned; })
+      .def("__len__", [](const ScanResult& r) { return r.items.size(); })
+      .def("__getitem__",
+           [](const ScanResult& r, py::ssize_t i) {
+             const auto n = static_cast<py::ssize_t>(r.items.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) throw py::index_error("scan result index out of range");
+             return PyItem{ItemRef::share(r.items[static_cast<std::size_t>(i)])};
+           })
+      .def("__iter__",
+           [](const ScanResult& r) {
+             py::list out(r.items.size());
+             for (std::size_t i = 0; i < r.items.size(); ++i) out[i] = py::cast(PyItem{ItemRef::share(r.items[i])});
+             return py::iter(out);
+           })
+      .def("keys", [](const ScanResult& r) { return build_list(r.items, ListShape::Keys); })
+      .def("values", [](const ScanResult& r) { return build_list(r.items, ListShape::Values); })
+      .def("items", [](const ScanResult& r) { return build_list(r.items, ListShape::Pairs); })
+      .def(
+          "render",
+          [](const ScanResult& r, py::handle kind, py::handle api_version, py::handle metadata) {
+            const std::string_view k = as_key(kind, "kind"), v = as_key(api_version, "api_version");
+            if (!PyBytes_Check(metadata.ptr())) throw py::type_error("metadata must be bytes, not " + type_name(metadata));
+            const std::string_view md(PyBytes_AS_STRING(metadata.ptr()),
+                                      static_cast<std::size_t>(PyBytes_GET_SIZE(metadata.ptr())));
+            const ListRenderer renderer(k, v, md);
+            const std::size_t size = renderer.size(r.items);
+            PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+            if (!out) throw py::error_already_set();
+            {
+              py::gil_scoped_release nogil;
+              renderer.render(r.items, PyBytes_AS_STRING(out));
+            }
+            return py::reinterpret_steal<py::bytes>(out);
+          },
+          py::arg("kind"), py::arg("api_version"), py::arg("metadata") = py::bytes("{}"));
+
+  py::class_<Cursor>(m, "Cursor")
+      .def_property_readonly("valid", &Cursor::valid)
+      .def_property_readonly("key", [](const Cursor& c) { return to_str(cursor_item(c)->key()); })
+      .def_property_readonly("value", [](const Cursor& c) { return to_bytes(cursor_item(c)->value()); })
+      .def_property_readonly("item", [](const Cursor& c) { return PyItem{ItemRef::share(cursor_item(c))}; })
+      .def("seek", [](Cursor& c, py::handle k) { return c.seek(as_key(k)); })
+      .def("seek_after", [](Cursor& c, py::handle k) { return c.seek_after(as_key(k)); })
+      .def("seek_first", &Cursor::seek_first)
+      .def("seek_last", &Cursor::seek_last)
+      .def("next", &Cursor::next)
+      .def("prev", &Cursor::prev);
+
+  py::class_<Snapshot, std::shared_ptr<Snapshot>> snapshot(m, "Snapshot");
+  bind_read_view(
+      snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
+  snapshot.def_property_readonly("version", &Snapshot::version)
+      .def_property_readonly("nbytes", &Snapshot::nbytes)
+      .def("__reduce__",
+           [](const Snapshot& s) {
+             return py::make_tuple(py::module_::import("watchcache._core").attr("_snapshot_from_items"),
+                                   snapshot_state(s));
+           })
+      .def("__repr__", [](const Snapshot& s) {
+        return "<Snapshot version=" + std::to_string(s.version()) + " len=" + std::to_string(s.size()) + ">";
+      });
+  m.def("_snapshot_from_items", &snapshot_from_items);
+
+  py::class_<Tree> tree(m, "Tree");
+  bind_read_view(
+      tree, [](const Tree& t) { return t.view(); }, [](Tree& t) { return t.snapshot(); });
+  tree.def(py::init([](py::handle items) {
+             auto t = std::make_unique<Tree>();
+             if (items.is_none()) return t;
+             py::object source = py::reinterpret_borrow<py::object>(items);
+             if (PyDict_Check(items.ptr()) ||
+                 py::isinstance(items, py::module_::import("collections.abc").attr("Mapping")))
+               source = source.attr("items")();
+             std::vector<ItemRef> refs;
+             for (py::handle e : py::iter(source)) refs.push_back(entry_to_item(e));
+             for (auto& r : refs) t->put(std::move(r));
+             return t;
+           }),
+           py::arg("items") = py::none())
+      .def_static("from_sorted",
+                  [](py::handle entries) {
+                    std::vector<ItemRef> items;
+                    for (py::handle e : py::iter(entries)) items.push_back(entry_to_item(e));
+                    auto t = std::make_unique<Tree>();
+                    {
+                      py::gil_scoped_release nogil;
+                      t->assign_sorted(std::move(items));
+                    }
+                    return t;
+                  })
+      .def("__setitem__",
+           [](Tree& t, py::handle key, py::handle value) {
+             t.put(make_item(key, value, py::none(), py::none(), py::none()));
+           })
+      .def("__delitem__",
+           [](Tree& t, py::handle key) {
+             if (!t.erase(as_key(key))) throw py::key_error(py::repr(key));
+           })
+      .def(
+          "put",
+          [](Tree& t, py::handle key, py::handle value, py::handle rev, py::handle labels, py::handle fields) {
+            t.put(make_item(key, value, rev, labels, fields));
+          },
+          py::arg("key"), py::arg("value"), py::arg("mod_revision") = 0, py::arg("labels") = py::none(),
+          py::arg("fields") = py::none())
+      .def("put_item", [](Tree& t, const PyItem& item) { t.put(item.ref); })
+      .def("put_many",
+           [](Tree& t, py::handle entries) {
+             // Convert (and so validate) everything first: a bad entry changes nothing.
+             std::vector<ItemRef> refs;
+             if (PyList_Check(entries.ptr()) || PyTuple_Check(entries.ptr()))
+               refs.reserve(static_cast<std::size_t>(PySequence_Size(entries.ptr())));
+             for (py::handle e : py::iter(entries)) refs.push_back(entry_to_item(e));
+             for (auto& r : refs) t.put(std::move(r));
+           })
+      .def("erase", [](Tree& t, py::handle key) { return t.erase(as_key(key)); })
+      .def("erase_many",
+           [](Tree& t, py::handle keys) {
+             std::vector<py::object> ks;
+             for (py::handle k : py::iter(keys)) {
+               as_key(k);
+               ks.push_back(py::reinterpret_borrow<py::object>(k));
+             }
+             std::size_t erased = 0;
+             for (const auto& k : ks) erased += t.erase(as_key(k)) ? 1 : 0;
+             return erased;
+           })
+      .def(
+          "pop",
+          [](Tree& t, py::handle key, py::object default_) -> py::object {
+            const Item* it = t.get(as_key(key));
+            if (!it) return default_;
+            py::bytes value = to_bytes(it->value());
+            t.erase(as_key(key));
+            return std::move(value);
+          },
+          py::arg("key"), py::arg("default") = py::none())
+      .def("clear", &Tree::clear)
+      .def("snapshot", &Tree::snapshot)
+      .def_property_readonly("version", &Tree::version)
+      .def_property_readonly("nbytes", &Tree::nbytes)
+      .def("collect", &Tree::collect)
+      .def("__repr__", [](const Tree& t) {
+        return "<Tree len=" + std::to_string(t.size()) + " version=" + std::to_string(t.version()) + ">";
+      });
+}
+
+}  // namespace watchcache::bindings

@@ -1,0 +1,266 @@
+"""Stubs for the native engine ``watchcache._core`` (kept in sync by tests/unit/test_stubs.py).
+
+Keys are ``str`` and ordered by their UTF-8 bytes (the order etcd and Go use). Values are
+``bytes``. Every method states its cost; n is the number of items, k the number returned.
+"""
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from typing_extensions import Buffer
+
+__version__: str
+#: Node fan-out the extension was compiled with (leaf and internal capacity).
+FANOUT: int
+
+class Item(Buffer):
+    """An immutable entry. Supports the buffer protocol: ``memoryview(item)`` is the value,
+    zero-copy, and keeps the item alive."""
+
+    def __init__(
+        self,
+        key: str,
+        value: bytes | bytearray | memoryview,
+        mod_revision: int = 0,
+        labels: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
+    ) -> None: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def mod_revision(self) -> int: ...
+    @property
+    def labels(self) -> dict[str, str]: ...
+    @property
+    def fields(self) -> dict[str, str]: ...
+    @property
+    def nbytes(self) -> int:
+        """Bytes of memory this item occupies in the engine (header, key, value, maps)."""
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+class Selector:
+    """A compiled label + field selector, evaluated natively (GIL released) during scans.
+
+    ``labels``: ``(key, op, values)`` with op one of ``"="`` (values has one entry),
+    ``"!="``, ``"in"``, ``"notin"``, ``"exists"``, ``"!"`` (does not exist; values empty),
+    ``"gt"``, ``"lt"`` (one integer value). ``!=`` and ``notin`` match items that lack the key.
+    ``fields``: ``(key, op, value)`` with op ``"="`` or ``"!="``; an absent field reads as ``""``.
+    All requirements must hold (AND). An empty selector matches everything.
+    Raises ValueError for an unknown op or a wrong number of values.
+    """
+
+    def __init__(
+        self,
+        labels: Sequence[tuple[str, str, Sequence[str]]] = (),
+        fields: Sequence[tuple[str, str, str]] = (),
+    ) -> None: ...
+    @property
+    def empty(self) -> bool: ...
+    def matches(self, labels: Mapping[str, str], fields: Mapping[str, str] | None = None) -> bool: ...
+    def matches_item(self, item: Item) -> bool: ...
+
+class ScanResult:
+    """Items of one scan, kept alive by the snapshot the result holds.
+
+    ``next_key`` is ``last_key + "\\0"`` when at least one item in the scanned range (selected
+    or not) follows the last returned item, else None. ``remaining`` counts the items in the
+    range after the last returned one, ignoring the selector (O(log n)).
+    """
+
+    @property
+    def next_key(self) -> str | None: ...
+    @property
+    def last_key(self) -> str | None: ...
+    @property
+    def remaining(self) -> int: ...
+    @property
+    def scanned(self) -> int:
+        """How many items were examined (selected or not)."""
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Item: ...
+    def __iter__(self) -> Iterator[Item]: ...
+    def keys(self) -> list[str]: ...
+    def values(self) -> list[bytes]: ...
+    def items(self) -> list[tuple[str, bytes]]: ...
+    def render(self, kind: str, api_version: str, metadata: bytes = b"{}") -> bytes:
+        """``{"kind":K,"apiVersion":V,"metadata":<metadata>,"items":[v1,v2,...]}`` as one bytes
+        object, values copied once, no per-item Python objects. ``metadata`` must be a JSON
+        object; kind and api_version are JSON-escaped."""
+
+class Cursor:
+    """A position in a snapshot; keeps the snapshot alive. Starts unpositioned (not valid)."""
+
+    @property
+    def valid(self) -> bool: ...
+    @property
+    def key(self) -> str:
+        """Raises KeyError when the cursor is not valid (same for value and item)."""
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def item(self) -> Item: ...
+    def seek(self, key: str) -> bool:
+        """Position at the first key >= key. O(log n). Returns ``valid``."""
+    def seek_after(self, key: str) -> bool:
+        """Position at the first key > key."""
+    def seek_first(self) -> bool: ...
+    def seek_last(self) -> bool: ...
+    def next(self) -> bool:
+        """Advance; amortized O(1). Returns ``valid``; past the end the cursor is invalid."""
+    def prev(self) -> bool: ...
+
+class _ReadView:
+    """Read operations shared by Tree (on its current state) and Snapshot."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __getitem__(self, key: str) -> bytes: ...
+    def __iter__(self) -> Iterator[str]: ...
+    def __reversed__(self) -> Iterator[str]: ...
+    def get(self, key: str, default: bytes | None = None) -> bytes | None: ...
+    def get_item(self, key: str) -> Item | None: ...
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """One binding crossing for all keys."""
+    def keys(self) -> list[str]: ...
+    def values(self) -> list[bytes]: ...
+    def items(self) -> list[tuple[str, bytes]]: ...
+    def count(self, lo: str | None = None, hi: str | None = None) -> int:
+        """Number of keys in [lo, hi) (None = unbounded). O(log n) via subtree counts."""
+    def count_prefix(self, prefix: str) -> int: ...
+    def irange(
+        self,
+        lo: str | None = None,
+        hi: str | None = None,
+        inclusive: tuple[bool, bool] = (True, False),
+        reverse: bool = False,
+    ) -> Iterator[str]:
+        """Keys between lo and hi in order (reverse=True: descending)."""
+    def irange_items(
+        self,
+        lo: str | None = None,
+        hi: str | None = None,
+        inclusive: tuple[bool, bool] = (True, False),
+        reverse: bool = False,
+    ) -> Iterator[tuple[str, bytes]]: ...
+    def scan(
+        self,
+        prefix: str = "",
+        *,
+        start_at: str | None = None,
+        start_after: str | None = None,
+        limit: int = 0,
+        selector: Selector | None = None,
+    ) -> ScanResult:
+        """Items whose key starts with prefix, from start_at (inclusive) or start_after
+        (exclusive), at most limit (0 = all) of those the selector accepts. GIL released."""
+    def cursor(self) -> Cursor: ...
+    def check_invariants(self) -> None:
+        """Walk the whole structure; raise RuntimeError on a broken invariant. O(n). For tests."""
+
+class Snapshot(_ReadView):
+    """An immutable view of a Tree at one moment: O(1) to take, safe to read from any thread,
+    unaffected by later writes. Keeps what it sees alive until dropped. Picklable (the
+    unpickled snapshot is a fresh, independent one with the same contents)."""
+
+    @property
+    def version(self) -> int:
+        """The tree version this snapshot froze (strictly increasing per tree)."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes reachable from this snapshot (nodes + items)."""
+    def __reduce__(self) -> tuple[Any, ...]: ...
+
+class Tree(_ReadView):
+    """The live, mutable tree: one writer (not thread-safe for concurrent writes); readers
+    take snapshots. Mapping-style: ``t[k] = v``, ``del t[k]``, ``k in t``, ordered iteration.
+    Writes cost O(log n); after a snapshot the first write to a node copies it (path copy)."""
+
+    def __init__(self, items: Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None = None) -> None: ...
+    @classmethod
+    def from_sorted(cls, entries: Iterable[tuple[str, bytes] | Item]) -> Tree:
+        """Bulk load from strictly ascending keys, packing nodes full. O(n).
+        Raises ValueError when keys are not strictly ascending."""
+    def __setitem__(self, key: str, value: bytes) -> None: ...
+    def __delitem__(self, key: str) -> None: ...
+    def put(
+        self,
+        key: str,
+        value: bytes | bytearray | memoryview,
+        mod_revision: int = 0,
+        labels: Mapping[str, str] | None = None,
+        fields: Mapping[str, str] | None = None,
+    ) -> None: ...
+    def put_item(self, item: Item) -> None: ...
+    @overload
+    def put_many(self, entries: Iterable[Item]) -> None: ...
+    @overload
+    def put_many(self, entries: Iterable[tuple[str, bytes]]) -> None: ...
+    @overload
+    def put_many(self, entries: Iterable[tuple[str, bytes, int]]) -> None: ...
+    def erase(self, key: str) -> bool:
+        """Remove key; returns whether it was present."""
+    def erase_many(self, keys: Iterable[str]) -> int: ...
+    def pop(self, key: str, default: bytes | None = None) -> bytes | None: ...
+    def clear(self) -> None: ...
+    def snapshot(self) -> Snapshot:
+        """O(1), independent of size."""
+    @property
+    def version(self) -> int: ...
+    @property
+    def nbytes(self) -> int:
+        """Bytes reachable from the live tree (nodes + items)."""
+    def collect(self) -> int:
+        """Free what no live snapshot can reach any more; returns bytes freed. Runs by itself
+        as snapshots are dropped and writes go on; exposed for tests and memory reports."""
+
+class SnapshotUsage:
+    @property
+    def resource_version(self) -> int: ...
+    @property
+    def exclusive_bytes(self) -> int:
+        """Bytes that only this snapshot keeps alive (freed if it alone were dropped)."""
+    @property
+    def shared_bytes(self) -> int:
+        """Bytes this snapshot reaches that others (or the live tree) also keep alive."""
+
+class SnapshotRegistry:
+    """resourceVersion -> Snapshot, thread-safe. With ``budget_bytes`` > 0, adding a snapshot
+    evicts the oldest ones until the pinned bytes fit the budget (the newest is never evicted)."""
+
+    def __init__(self, budget_bytes: int = 0) -> None: ...
+    def add(self, resource_version: int, snapshot: Snapshot) -> None:
+        """Raises ValueError unless resource_version is > 0 and greater than every stored rv."""
+    def get(self, resource_version: int) -> Snapshot | None:
+        """Exact match only. O(log s)."""
+    def floor(self, resource_version: int) -> tuple[int, Snapshot] | None:
+        """The newest snapshot with rv <= resource_version."""
+    def latest(self) -> tuple[int, Snapshot] | None: ...
+    def oldest(self) -> tuple[int, Snapshot] | None: ...
+    def prune_below(self, resource_version: int) -> int:
+        """Drop snapshots with rv < resource_version; returns how many were dropped."""
+    def clear(self) -> None: ...
+    def __len__(self) -> int: ...
+    def size(self) -> int: ...
+    def __contains__(self, resource_version: object) -> bool: ...
+    def resource_versions(self) -> list[int]: ...
+    @property
+    def budget_bytes(self) -> int: ...
+    @budget_bytes.setter
+    def budget_bytes(self, value: int) -> None: ...
+    @property
+    def evicted(self) -> int:
+        """Snapshots evicted by the budget so far."""
+    def pinned_bytes(self) -> int:
+        """Bytes kept alive only because snapshots exist: nodes and items no longer in the
+        live tree that a live snapshot can still reach (from the engine's live accounting)."""
+    def usage(self) -> list[SnapshotUsage]:
+        """Per stored snapshot, bytes it alone keeps alive vs shares. O(retired objects)."""
+
+def live_counters() -> dict[str, int]:
+    """Engine-wide live object counters: ``nodes``, ``items``, ``bytes``. For leak tests."""
