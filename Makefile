@@ -1,0 +1,64 @@
+# The README's two commands: `make run` and `make test`. Both set up everything they need
+# on a fresh machine (a project virtualenv, Python packages, GoogleTest) and are idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Python packages the tests, linters and benchmarks use (the build tools are in pyproject).
+DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
+	'pytest>=8' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
+	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0'
+BENCH_ARGS ?=
+
+.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean
+
+run: install
+	$(PY) -m watchcache demo
+
+test: install test-cpp test-python lint
+
+$(VENV)/.deps-stamp: Makefile pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check $(DEV_PACKAGES)
+	touch $@
+
+venv: $(VENV)/.deps-stamp
+
+# Editable install; the build dir is kept, so a rebuild only compiles what changed.
+install: venv
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation -Cbuild-dir=build/python -e .
+
+test-cpp: test-asan test-tsan
+
+test-asan:
+	./scripts/install-gtest.sh
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/engine_tests
+
+test-tsan:
+	./scripts/install-gtest.sh
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan
+	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
+
+test-python: install
+	$(PY) -m pytest
+
+lint: venv
+	$(PY) -m ruff check python tests bench
+	$(PY) -m ruff format --check python tests bench
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
+
+bench: install
+	$(PY) -m pytest bench --benchmark-only -p no:cacheprovider $(BENCH_ARGS)
+
+bench-native:
+	cmake --preset bench >/dev/null
+	cmake --build --preset bench
+	for b in build/bench/*_bench; do $$b; done
+
+clean:
+	rm -rf build .venv .pytest_cache .mypy_cache .ruff_cache .hypothesis
