@@ -19,7 +19,7 @@ run: install
 test: install test-cpp test-python lint
 
 $(VENV)/.deps-stamp: Makefile pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check $(DEV_PACKAGES)
 	touch $@
 
@@ -50,7 +50,7 @@ lint: venv
 	$(PY) -m ruff check python tests bench
 	$(PY) -m ruff format --check python tests bench
 	$(PY) -m mypy
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --config pyproject.toml
 
 bench: install
 	$(PY) -m pytest bench --benchmark-only -p no:cacheprovider $(BENCH_ARGS)
