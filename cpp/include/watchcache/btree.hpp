@@ -35,7 +35,8 @@
 //
 // Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT chosen
 // with cpp/bench/fanout_bench.cpp (bench/README.md has the numbers). Minimum fill F/2 except
-// at the root; splits happen top-down before descending into a full child.
+// at the root. Nodes split bottom-up and only when a key is added, so updating values in a
+// bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
@@ -342,11 +343,12 @@ class Walker {
     if (!valid_) return false;
     const unsigned leaf = leaf_level();
     if (++idx_[leaf] < node_[leaf]->n) return true;
-    int level = static_cast<int>(leaf) - 1;
-    while (level >= 0 && idx_[level] + 1u >= node_[level]->n) --level;
-    if (level < 0) return valid_ = false;
-    ++idx_[level];
-    for (unsigned l = static_cast<unsigned>(level); l < leaf; ++l) {
+    // Climb to the deepest ancestor with a right neighbour; `level` counts from 1.
+    unsigned level = leaf;
+    while (level > 0 && idx_[level - 1] + 1u >= node_[level - 1]->n) --level;
+    if (level == 0) return valid_ = false;
+    ++idx_[--level];
+    for (unsigned l = level; l < leaf; ++l) {
       node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
       idx_[l + 1] = 0;
     }
@@ -360,11 +362,11 @@ class Walker {
       --idx_[leaf];
       return true;
     }
-    int level = static_cast<int>(leaf) - 1;
-    while (level >= 0 && idx_[level] == 0) --level;
-    if (level < 0) return valid_ = false;
-    --idx_[level];
-    for (unsigned l = static_cast<unsigned>(level); l < leaf; ++l) {
+    unsigned level = leaf;
+    while (level > 0 && idx_[level - 1] == 0) --level;
+    if (level == 0) return valid_ = false;
+    --idx_[--level];
+    for (unsigned l = level; l < leaf; ++l) {
       node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
       idx_[l + 1] = static_cast<std::uint16_t>(node_[l + 1]->n - 1);
     }
@@ -587,21 +589,22 @@ class BasicTree {
     } else {
       root_ = make_writable(root_);
     }
-    if (root_->n == F) {
+    const Grown grown = insert(root_, item);
+    if (grown.sibling) {
       Inner* top = new_inner();
       top->child[0] = root_;
-      top->count[0] = size_;
       top->keys[0] = root_->keys[0];
-      adopt_key(top, root_->key(0));
-      top->pfx[0] = detail::key_prefix(root_->key(0), top->skip);
-      top->n = 1;
-      split_child(top, 0);
+      top->count[0] = size_ + (grown.inserted ? 1 : 0) - grown.sibling_count;
+      top->child[1] = grown.sibling;
+      top->keys[1] = grown.sibling->keys[0];
+      top->count[1] = grown.sibling_count;
+      top->n = 2;
+      pack_prefixes(top);
       root_ = top;
       ++height_;
     }
-    const bool inserted = insert(root_, item);
-    if (inserted) ++size_;
-    return inserted;
+    if (grown.inserted) ++size_;
+    return grown.inserted;
   }
 
   // Removes k; returns whether it was present. A missing key copies nothing.
@@ -835,16 +838,14 @@ class BasicTree {
     return nd->leaf ? 1 : detail::as_inner(nd)->count[i];
   }
 
-  // Splits the full (writable) child i of p into two halves; p gains slot i+1.
-  void split_child(Inner* p, unsigned i) {
-    Node* c = p->child[i];
+  // Moves the upper half of the full (writable) node c into a new sibling, returned.
+  Node* split_off(Node* c) {
     Node* s = c->leaf ? static_cast<Node*>(new_leaf()) : static_cast<Node*>(new_inner());
     const unsigned mid = F / 2, moved = F - mid;
     s->skip = c->skip;
     std::memcpy(s->lcp, c->lcp, c->skip);
     std::memcpy(s->pfx, c->pfx + mid, moved * sizeof(c->pfx[0]));
     std::memcpy(s->keys, c->keys + mid, moved * sizeof(c->keys[0]));
-    std::uint64_t moved_count = moved;
     if (c->leaf) {
       std::memcpy(detail::as_leaf(s)->item_birth, detail::as_leaf(c)->item_birth + mid,
                   moved * sizeof(std::uint64_t));
@@ -853,22 +854,30 @@ class BasicTree {
       auto* cc = detail::as_inner(c);
       std::memcpy(cs->child, cc->child + mid, moved * sizeof(cc->child[0]));
       std::memcpy(cs->count, cc->count + mid, moved * sizeof(cc->count[0]));
-      moved_count = 0;
-      for (unsigned j = 0; j < moved; ++j) moved_count += cs->count[j];
     }
     s->n = static_cast<std::uint16_t>(moved);
     c->n = static_cast<std::uint16_t>(mid);
-    open_slot(p, i + 1, s->keys[0]);
-    p->child[i + 1] = s;
-    p->count[i + 1] = moved_count;
-    p->count[i] -= moved_count;
+    return s;
   }
 
-  bool insert(Node* nd, const Item* item) {
+  static std::uint64_t subtree_count(const Node* nd) noexcept {
+    return nd->leaf ? nd->n : detail::as_inner(nd)->total();
+  }
+
+  // What an insert below a node reports to its parent: whether the key was new, and the new
+  // right sibling if the node had to split (splits happen only when a key is added, bottom-up,
+  // so replacing a value in a full node never splits it).
+  struct Grown {
+    bool inserted = false;
+    Node* sibling = nullptr;
+    std::uint64_t sibling_count = 0;
+  };
+
+  Grown insert(Node* nd, const Item* item) {
     const std::string_view k = item->key();
     if (nd->leaf) {
       auto* lf = detail::as_leaf(nd);
-      const unsigned pos = detail::lower_bound(nd, k);
+      unsigned pos = detail::lower_bound(nd, k);
       if (pos < nd->n && nd->key(pos) == k) {
         const Item* old = nd->keys[pos];
         const std::uint64_t old_birth = lf->item_birth[pos];
@@ -876,25 +885,45 @@ class BasicTree {
         lf->item_birth[pos] = version_;
         bytes_ += item->nbytes();
         retire_item(old, old_birth);
-        return false;
+        return {};
       }
-      open_slot(nd, pos, item);
-      lf->item_birth[pos] = version_;
       bytes_ += item->nbytes();
-      return true;
+      Node* target = nd;
+      Node* sibling = nullptr;
+      if (nd->n == F) {
+        sibling = split_off(nd);
+        if (pos > nd->n) {
+          pos -= nd->n;
+          target = sibling;
+        }
+      }
+      open_slot(target, pos, item);
+      detail::as_leaf(target)->item_birth[pos] = version_;
+      return {true, sibling, sibling ? sibling->n : 0u};
     }
     auto* in = detail::as_inner(nd);
-    unsigned i = detail::child_index(nd, k);
-    in->child[i] = make_writable(in->child[i]);
-    if (in->child[i]->n == F) {
-      split_child(in, i);
-      if (!(k < in->key(i + 1))) ++i;
-    }
-    Node* c = in->child[i];
-    const bool inserted = insert(c, item);
-    if (inserted) ++in->count[i];
+    const unsigned i = detail::child_index(nd, k);
+    Node* c = make_writable(in->child[i]);
+    in->child[i] = c;
+    const Grown below = insert(c, item);
+    if (below.inserted) ++in->count[i];
     set_key(nd, i, c->keys[0]);
-    return inserted;
+    if (!below.sibling) return {below.inserted, nullptr, 0};
+    in->count[i] -= below.sibling_count;
+    Node* target = nd;
+    Node* sibling = nullptr;
+    unsigned pos = i + 1;
+    if (nd->n == F) {
+      sibling = split_off(nd);
+      if (pos > nd->n) {
+        pos -= nd->n;
+        target = sibling;
+      }
+    }
+    open_slot(target, pos, below.sibling->keys[0]);
+    detail::as_inner(target)->child[pos] = below.sibling;
+    detail::as_inner(target)->count[pos] = below.sibling_count;
+    return {below.inserted, sibling, sibling ? subtree_count(sibling) : 0};
   }
 
   // Erases k (known to be present) below the writable node nd.
