@@ -11,7 +11,7 @@ DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0'
 BENCH_ARGS ?=
 
-.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean
+.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native clean
 
 run: install
 	$(PY) -m watchcache demo
@@ -52,8 +52,19 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --config pyproject.toml
 
+# Microbenchmarks side by side with SortedDict, dict and immutables.Map; the report goes
+# into bench/README.md. `make bench-quick` runs the short mode (100k keys).
 bench: install
-	$(PY) -m pytest bench --benchmark-only -p no:cacheprovider $(BENCH_ARGS)
+	mkdir -p bench/results
+	$(PY) -m pytest bench --benchmark-only --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
+	$(PY) bench/memory.py --n 1000000 --json bench/results/memory.json
+	$(PY) bench/report.py bench/results/engine.json --memory bench/results/memory.json
+
+bench-quick: install
+	mkdir -p bench/results
+	$(PY) -m pytest bench --benchmark-only --quick --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
+	$(PY) bench/memory.py --n 100000 --json bench/results/memory.json
+	$(PY) bench/report.py bench/results/engine.json --memory bench/results/memory.json
 
 bench-native:
 	cmake --preset bench >/dev/null

@@ -70,9 +70,11 @@ class Selector:
 class ScanResult:
     """Items of one scan, kept alive by the snapshot the result holds.
 
-    ``next_key`` is ``last_key + "\\0"`` when at least one item in the scanned range (selected
-    or not) follows the last returned item, else None. ``remaining`` counts the items in the
-    range after the last returned one, ignoring the selector (O(log n)).
+    A scan is *cut* when it stops because ``limit`` selected items were found. Only a cut scan
+    continues (as a Kubernetes page with a continue token does): then ``next_key`` is
+    ``last_key + "\\0"`` if at least one item of the scanned range (selected or not) follows
+    the last returned item, and ``remaining`` counts those following items, ignoring the
+    selector (O(log n)). Otherwise ``next_key`` is None and ``remaining`` is 0.
     """
 
     @property

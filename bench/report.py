@@ -1,0 +1,273 @@
+"""Turn a pytest-benchmark JSON (and optionally memory.py's JSON) into bench/README.md tables.
+
+Run: ``python bench/report.py bench/results/engine.json [--memory bench/results/memory.json]
+[--readme bench/README.md]``; ``--print`` writes the section to stdout instead.
+
+The README keeps its hand-written method and caveats; this script owns only the text
+between ``BEGIN`` and ``END`` below, replacing it whole, so a re-run never duplicates a
+table. The section states the run's date, machine, seed and the exact command (recorded by
+conftest.py in ``machine_info["watchcache_bench"]``), then:
+
+- the DESIGN.md targets, each checked against the run (at the largest size measured; the
+  targets are stated at 1M, so a ``--quick`` run only previews them);
+- one table per size: the median time per operation for each implementation, and how
+  watchcache compares with the best peer (the fastest of the others) in the same run;
+- the memory table, when given.
+
+Medians, not means: the machine is shared and a few preempted rounds skew a mean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from contender import CONTENDERS, PEERS
+from memory import table as memory_table
+from workload import size_label
+
+BEGIN = "<!-- bench-report:begin (written by bench/report.py; edits inside are lost) -->"
+END = "<!-- bench-report:end -->"
+ENGINE = "watchcache"
+
+#: op -> row label, in table order.
+OPS = {
+    "build": "build from random order",
+    "build-sorted": "build from sorted input",
+    "snapshot": "snapshot (take + drop)",
+    "put": "put, older snapshot alive",
+    "put-after-snapshot": "snapshot, then put",
+    "get": "get",
+    "scan-items": "scan 500 → Python items",
+    "scan-rendered": "scan 500 → JSON body",
+    "iterate": "iterate all, in order",
+    "count-prefix": "count one namespace",
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    op: str
+    impl: str
+    n: int
+    median: float
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    limit: str
+    #: Measured value (display string) and whether it meets the limit, or None if not run.
+    check: Callable[[dict[tuple[str, str, int], Result], int], tuple[str, bool] | None]
+
+
+def fmt_time(seconds: float) -> str:
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def fmt_ratio(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
+
+
+def load(path: Path) -> tuple[dict[str, Any], list[Result]]:
+    doc = json.loads(path.read_text())
+    results = []
+    for b in doc["benchmarks"]:
+        info = b.get("extra_info", {})
+        if "op" not in info:
+            continue
+        s = b["stats"]
+        results.append(Result(info["op"], info["impl"], info["n"], s["median"], s["rounds"]))
+    return doc, results
+
+
+def engine_time(by_key: dict[tuple[str, str, int], Result], op: str, n: int) -> float | None:
+    r = by_key.get((op, ENGINE, n))
+    return r.median if r else None
+
+
+def time_target(label: str, op: str, limit: float) -> Target:
+    def check(by_key: dict[tuple[str, str, int], Result], n: int) -> tuple[str, bool] | None:
+        t = engine_time(by_key, op, n)
+        return None if t is None else (fmt_time(t), t <= limit)
+
+    return Target(label, f"≤ {fmt_time(limit)}", check)
+
+
+def snapshot_flatness(
+    by_key: dict[tuple[str, str, int], Result], n: int
+) -> tuple[str, bool] | None:
+    big, small = engine_time(by_key, "snapshot", n), engine_time(by_key, "snapshot", 1_000)
+    if big is None or small is None:
+        return None
+    return f"{big / small:.2f}x ({size_label(n)} vs 1k)", big / small <= 1.5
+
+
+TARGETS = [
+    time_target("snapshot()", "snapshot", 0.3e-6),
+    Target("snapshot() independent of size", "≤ 1.5x", snapshot_flatness),
+    time_target("put with an older snapshot alive", "put", 2e-6),
+    time_target("put right after a fresh snapshot", "put-after-snapshot", 2e-6),
+    time_target("scan 500 → Python items", "scan-items", 35e-6),
+    time_target("scan 500 → rendered body (1 KB values)", "scan-rendered", 60e-6),
+    time_target("count a prefix of n/1000 keys", "count-prefix", 2e-6),
+]
+
+
+def target_rows(results: list[Result], memory: list[dict[str, Any]] | None) -> list[str]:
+    by_key = {(r.op, r.impl, r.n): r for r in results}
+    n = max((r.n for r in results), default=0)
+    rows = [
+        f"Targets from DESIGN.md, checked at {size_label(n)} items"
+        + (" (a preview: the targets are stated at 1M)" if n < 1_000_000 else "")
+        + ". Times include calling from Python.",
+        "",
+        "| target | limit | measured | met |",
+        "|---|---|---:|:-:|",
+    ]
+    for t in TARGETS:
+        got = t.check(by_key, n)
+        measured, met = ("not run", "—") if got is None else (got[0], "yes" if got[1] else "NO")
+        rows.append(f"| {t.label} | {t.limit} | {measured} | {met} |")
+    rows += memory_target_rows(memory)
+    return rows
+
+
+def memory_target_rows(memory: list[dict[str, Any]] | None) -> list[str]:
+    if not memory:
+        return []
+    by_name = {m["impl"]: m for m in memory}
+    wc, d = by_name.get(ENGINE), by_name.get("dict")
+    if wc is None:
+        return ["| memory per item | raw + 96 B, < dict | not run | — |"]
+    n = wc["n"]
+    overhead = (wc["rss_delta"] - wc["raw_bytes"]) / n
+    rows = [
+        f"| memory overhead per item ({size_label(n)}, {wc['value_bytes']} B values) "
+        f"| ≤ 96 B | {overhead:,.1f} B | {'yes' if overhead <= 96 else 'NO'} |"
+    ]
+    if d is not None:
+        ratio = wc["rss_delta"] / d["rss_delta"]
+        rows.append(
+            f"| memory vs a dict holding the same | < 1x | {ratio:.2f}x "
+            f"| {'yes' if ratio < 1 else 'NO'} |"
+        )
+    return rows
+
+
+def size_table(results: list[Result], n: int) -> list[str]:
+    impls = [name for name in CONTENDERS if any(r.impl == name and r.n == n for r in results)]
+    by_key = {(r.op, r.impl): r for r in results if r.n == n}
+    rows = [
+        f"| {size_label(n)} items | " + " | ".join(impls) + " | watchcache vs best peer |",
+        "|---|" + "---:|" * len(impls) + "---|",
+    ]
+    for op, op_label in OPS.items():
+        cells = {impl: by_key[(op, impl)].median for impl in impls if (op, impl) in by_key}
+        if not cells:
+            continue
+        best = min(cells.values())
+        shown = [
+            "—"
+            if impl not in cells
+            else (f"**{fmt_time(cells[impl])}**" if cells[impl] == best else fmt_time(cells[impl]))
+            for impl in impls
+        ]
+        rows.append(f"| {op_label} | " + " | ".join(shown) + f" | {versus(cells)} |")
+    return rows
+
+
+def versus(cells: dict[str, float]) -> str:
+    """ "120x faster than SortedDict" / "1.9x slower than dict" / "—"."""
+    peers = {impl: t for impl, t in cells.items() if impl in PEERS}
+    if ENGINE not in cells or not peers:
+        return "—"
+    best = min(peers, key=peers.__getitem__)
+    ratio = peers[best] / cells[ENGINE]
+    if ratio >= 1:
+        return f"{fmt_ratio(ratio)} faster than {best}"
+    return f"{fmt_ratio(1 / ratio)} slower than {best}"
+
+
+def render(
+    doc: dict[str, Any], results: list[Result], memory: dict[str, Any] | None, argv: list[str]
+) -> str:
+    info = doc["machine_info"]
+    wb = info.get("watchcache_bench", {})
+    cpu = info.get("cpu", {}).get("brand_raw", info.get("processor", "?"))
+    versions = ", ".join(f"{k} {v}" for k, v in wb.get("versions", {}).items())
+    harness = [r for r in results if r.op == "harness"]
+    out = [
+        BEGIN,
+        f"### Results of {doc['datetime'][:16].replace('T', ' ')} UTC",
+        "",
+        f"- Made by `{wb.get('command', '?')}`,",
+        *([f"  `{memory.get('command', 'python bench/memory.py')}`,"] if memory else []),
+        f"  then `python bench/report.py {' '.join(argv)}`.",
+        f"- Machine: {cpu}, {wb.get('cpu_count', '?')} cores, {wb.get('platform', '?')}; "
+        f"Python {wb.get('python', '?')}.",
+        f"- Seed {wb.get('seed', '?')}, values {wb.get('value_bytes', '?')} bytes, "
+        f"FANOUT {wb.get('fanout')}; {versions}.",
+    ]
+    if harness:
+        out.append(
+            f"- Harness cost per call (closure + `next()` over pre-drawn keys), included in "
+            f"put/get/scan/count times but not in snapshot: "
+            f"{fmt_time(min(r.median for r in harness))}."
+        )
+    mem_rows = memory["results"] if memory else None
+    out += ["", *target_rows(results, mem_rows), ""]
+    out.append("Median time per operation; **bold** is the fastest in its row.")
+    for n in sorted({r.n for r in results if r.op != "harness"}):
+        out += ["", *size_table(results, n)]
+    if mem_rows:
+        out += [
+            "",
+            f"Memory: RSS growth to hold {size_label(mem_rows[0]['n'])} items "
+            f"({mem_rows[0]['value_bytes']}-byte values), one fresh process each.",
+            "",
+            *memory_table(mem_rows),
+        ]
+    out.append(END)
+    return "\n".join(out) + "\n"
+
+
+def splice(readme: str, section: str) -> str:
+    """Replace the text from BEGIN to END (inclusive) with section, or append it."""
+    start, end = readme.find(BEGIN), readme.find(END)
+    if start == -1 or end == -1 or end < start:
+        return readme.rstrip("\n") + "\n\n" + section
+    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("engine_json", type=Path, help="pytest --benchmark-json output")
+    parser.add_argument("--memory", type=Path, help="memory.py --json output")
+    parser.add_argument("--readme", type=Path, default=Path(__file__).with_name("README.md"))
+    parser.add_argument("--print", action="store_true", help="print, do not touch the README")
+    args = parser.parse_args(argv)
+    doc, results = load(args.engine_json)
+    memory = json.loads(args.memory.read_text()) if args.memory else None
+    section = render(doc, results, memory, argv)
+    if args.print:
+        sys.stdout.write(section)
+        return 0
+    old = args.readme.read_text() if args.readme.exists() else "# Benchmarks\n"
+    args.readme.write_text(splice(old, section))
+    print(f"report: wrote {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
