@@ -77,6 +77,18 @@ class ValueBuffer {
   Py_buffer view_{};
 };
 
+// A non-negative int that fits `what`'s range; ValueError (not pybind11's cast error) beyond.
+inline std::size_t as_count(py::handle h, const char* what) {
+  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+    throw py::type_error(std::string(what) + " must be int, not " + type_name(h));
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow) throw py::value_error(std::string(what) + " out of range for a 64-bit integer");
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (v < 0) throw py::value_error(std::string(what) + " must not be negative, got " + std::to_string(v));
+  return static_cast<std::size_t>(v);
+}
+
 inline std::int64_t as_revision(py::handle h) {
   if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
     throw py::type_error("mod_revision must be int, not " + type_name(h));
@@ -108,7 +120,7 @@ inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, 
                          py::handle fields) {
   const std::string_view k = as_key(key);
   ValueBuffer v(value);
-  const std::int64_t rev = revision.is_none() ? 0 : as_revision(revision);
+  const std::int64_t rev = as_revision(revision);
   py::list keep_labels, keep_fields;
   auto l = as_string_map(labels, "labels", keep_labels);
   auto f = as_string_map(fields, "fields", keep_fields);
@@ -124,7 +136,7 @@ inline ItemRef entry_to_item(py::handle entry) {
   const auto n = seq.size();
   if (n != 2 && n != 3)
     throw py::type_error("entry tuple must have 2 or 3 elements, got " + std::to_string(n));
-  return make_item(seq[0], seq[1], n == 3 ? py::object(seq[2]) : py::object(py::none()), py::none(), py::none());
+  return make_item(seq[0], seq[1], n == 3 ? py::object(seq[2]) : py::object(py::int_(0)), py::none(), py::none());
 }
 
 // Builds the pairs / keys / values lists of a page with the raw C API.

@@ -14,13 +14,7 @@ std::int64_t as_rv(py::handle h) {
   return v;
 }
 
-std::size_t as_budget(py::handle h) {
-  if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
-    throw py::type_error("budget_bytes must be int, not " + type_name(h));
-  const long long v = h.cast<long long>();
-  if (v < 0) throw py::value_error("budget_bytes must not be negative");
-  return static_cast<std::size_t>(v);
-}
+std::size_t as_budget(py::handle h) { return as_count(h, "budget_bytes"); }
 
 py::object entry_or_none(const std::optional<SnapshotRegistry::Entry>& e) {
   if (!e) return py::none();
@@ -84,8 +78,12 @@ void register_registry(py::module_& m) {
       .def("size", &SnapshotRegistry::size)
       .def("__contains__",
            [](const SnapshotRegistry& r, py::handle rv) {
-             return PyLong_Check(rv.ptr()) && !PyBool_Check(rv.ptr()) && r.contains(as_rv(rv));
-           })
+             if (!PyLong_Check(rv.ptr()) || PyBool_Check(rv.ptr())) return false;
+             int overflow = 0;
+             const long long v = PyLong_AsLongLongAndOverflow(rv.ptr(), &overflow);
+             return !overflow && r.contains(v);
+           },
+           py::arg("resource_version"))
       .def("resource_versions", &SnapshotRegistry::resource_versions)
       .def_property(
           "budget_bytes", &SnapshotRegistry::budget_bytes,

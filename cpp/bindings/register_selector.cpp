@@ -30,8 +30,8 @@ Selector build(py::handle labels, py::handle fields) {
   for (py::handle h : py::iter(fields)) {
     auto t = as_tuple_of(h, 3, "field");
     const std::string_view op = as_key(t[1], "field operator");
-    if (op != "=" && op != "==" && op != "!=")
-      throw py::value_error("unknown field selector operator '" + std::string(op) + "'");
+    if (op != "=" && op != "!=")
+      throw py::value_error("unknown field selector operator '" + std::string(op) + "' (expected '=' or '!=')");
     freqs.push_back({std::string(as_key(t[0], "field key")), op == "!=", std::string(as_key(t[2], "field value"))});
   }
   return Selector(std::move(lreqs), std::move(freqs));
@@ -77,7 +77,9 @@ void register_selector(py::module_& m) {
             return self.selector->matches(get(labels), get(fields));
           },
           py::arg("labels"), py::arg("fields") = py::none())
-      .def("matches_item", [](const PySelector& self, const PyItem& item) { return (*self.selector)(*item.ref); })
+      .def(
+          "matches_item", [](const PySelector& self, const PyItem& item) { return (*self.selector)(*item.ref); },
+          py::arg("item"))
       .def("__repr__", [](const PySelector& self) {
         std::string out = "Selector(labels=[";
         bool first = true;

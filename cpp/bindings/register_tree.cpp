@@ -106,11 +106,7 @@ ScanResult do_scan(const Snapshot& snap, py::handle prefix, py::handle start_at,
     opts.start = as_key(start_after, "start_after");
     opts.start_inclusive = false;
   }
-  if (!PyLong_Check(limit.ptr()) || PyBool_Check(limit.ptr()))
-    throw py::type_error("limit must be int, not " + type_name(limit));
-  const long long lim = limit.cast<long long>();
-  if (lim < 0) throw py::value_error("limit must not be negative, got " + std::to_string(lim));
-  opts.limit = static_cast<std::size_t>(lim);
+  opts.limit = as_count(limit, "limit");
   std::shared_ptr<const Selector> sel;
   if (!selector.is_none()) {
     if (!py::isinstance<PySelector>(selector))
@@ -127,11 +123,15 @@ template <class Cls, class ViewOf, class SnapshotOf>
 void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
   using Self = typename Cls::type;
   cls.def("__len__", [view_of](Self& self) { return view_of(self).size; })
-      .def("__contains__",
-           [view_of](Self& self, py::handle key) {
-             return PyUnicode_Check(key.ptr()) && view_of(self).find(as_key(key)) != nullptr;
-           })
-      .def("__getitem__", [view_of](Self& self, py::handle key) { return to_bytes(require(view_of(self), key)->value()); })
+      .def(
+          "__contains__",
+          [view_of](Self& self, py::handle key) {
+            return PyUnicode_Check(key.ptr()) && view_of(self).find(as_key(key)) != nullptr;
+          },
+          py::arg("key"))
+      .def(
+          "__getitem__", [view_of](Self& self, py::handle key) { return to_bytes(require(view_of(self), key)->value()); },
+          py::arg("key"))
       .def("__iter__",
            [snapshot_of](Self& self) {
              return make_range(snapshot_of(self), py::none(), py::none(), {true, false}, false, false);
@@ -147,12 +147,14 @@ void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
             return it ? to_bytes(it->value()) : default_;
           },
           py::arg("key"), py::arg("default") = py::none())
-      .def("get_item",
-           [view_of](Self& self, py::handle key) -> py::object {
-             const Item* it = view_of(self).find(as_key(key));
-             if (!it) return py::none();
-             return py::cast(PyItem{ItemRef::share(it)});
-           })
+      .def(
+          "get_item",
+          [view_of](Self& self, py::handle key) -> py::object {
+            const Item* it = view_of(self).find(as_key(key));
+            if (!it) return py::none();
+            return py::cast(PyItem{ItemRef::share(it)});
+          },
+          py::arg("key"))
       .def("get_many",
            [view_of](Self& self, py::handle keys) {
              std::vector<py::object> ks;
@@ -167,7 +169,8 @@ void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
                out[i] = it ? py::object(to_bytes(it->value())) : py::object(py::none());
              }
              return out;
-           })
+           },
+           py::arg("keys"))
       .def("keys", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Keys); })
       .def("values", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Values); })
       .def("items", [view_of](Self& self) { return build_list(collect_all(view_of(self)), ListShape::Pairs); })
@@ -182,7 +185,8 @@ void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
              const std::string_view p = as_key(prefix, "prefix");
              const auto end = detail::prefix_end(p);
              return view_of(self).count(p, end ? std::optional<std::string_view>(*end) : std::nullopt);
-           })
+           },
+           py::arg("prefix"))
       .def(
           "irange",
           [snapshot_of](Self& self, py::handle lo, py::handle hi, std::pair<bool, bool> inclusive, bool reverse) {
@@ -257,13 +261,15 @@ void register_tree(py::module_& m) {
       .def_property_readonly("remaining", [](const ScanResult& r) { return r.remaining; })
       .def_property_readonly("scanned", [](const ScanResult& r) { return r.scanned; })
       .def("__len__", [](const ScanResult& r) { return r.items.size(); })
-      .def("__getitem__",
-           [](const ScanResult& r, py::ssize_t i) {
-             const auto n = static_cast<py::ssize_t>(r.items.size());
-             if (i < 0) i += n;
-             if (i < 0 || i >= n) throw py::index_error("scan result index out of range");
-             return PyItem{ItemRef::share(r.items[static_cast<std::size_t>(i)])};
-           })
+      .def(
+          "__getitem__",
+          [](const ScanResult& r, py::ssize_t i) {
+            const auto n = static_cast<py::ssize_t>(r.items.size());
+            if (i < 0) i += n;
+            if (i < 0 || i >= n) throw py::index_error("scan result index out of range");
+            return PyItem{ItemRef::share(r.items[static_cast<std::size_t>(i)])};
+          },
+          py::arg("index"))
       .def("__iter__",
            [](const ScanResult& r) {
              py::list out(r.items.size());
@@ -297,8 +303,8 @@ void register_tree(py::module_& m) {
       .def_property_readonly("key", [](const Cursor& c) { return to_str(cursor_item(c)->key()); })
       .def_property_readonly("value", [](const Cursor& c) { return to_bytes(cursor_item(c)->value()); })
       .def_property_readonly("item", [](const Cursor& c) { return PyItem{ItemRef::share(cursor_item(c))}; })
-      .def("seek", [](Cursor& c, py::handle k) { return c.seek(as_key(k)); })
-      .def("seek_after", [](Cursor& c, py::handle k) { return c.seek_after(as_key(k)); })
+      .def("seek", [](Cursor& c, py::handle k) { return c.seek(as_key(k)); }, py::arg("key"))
+      .def("seek_after", [](Cursor& c, py::handle k) { return c.seek_after(as_key(k)); }, py::arg("key"))
       .def("seek_first", &Cursor::seek_first)
       .def("seek_last", &Cursor::seek_last)
       .def("next", &Cursor::next)
@@ -345,15 +351,18 @@ void register_tree(py::module_& m) {
                       t->assign_sorted(std::move(items));
                     }
                     return t;
-                  })
+                  },
+                  py::arg("entries"))
       .def("__setitem__",
            [](Tree& t, py::handle key, py::handle value) {
-             t.put(make_item(key, value, py::none(), py::none(), py::none()));
-           })
+             t.put(make_item(key, value, py::int_(0), py::none(), py::none()));
+           },
+           py::arg("key"), py::arg("value"))
       .def("__delitem__",
            [](Tree& t, py::handle key) {
              if (!t.erase(as_key(key))) throw py::key_error(py::repr(key));
-           })
+           },
+           py::arg("key"))
       .def(
           "put",
           [](Tree& t, py::handle key, py::handle value, py::handle rev, py::handle labels, py::handle fields) {
@@ -361,7 +370,7 @@ void register_tree(py::module_& m) {
           },
           py::arg("key"), py::arg("value"), py::arg("mod_revision") = 0, py::arg("labels") = py::none(),
           py::arg("fields") = py::none())
-      .def("put_item", [](Tree& t, const PyItem& item) { t.put(item.ref); })
+      .def("put_item", [](Tree& t, const PyItem& item) { t.put(item.ref); }, py::arg("item"))
       .def("put_many",
            [](Tree& t, py::handle entries) {
              // Convert (and so validate) everything first: a bad entry changes nothing.
@@ -370,8 +379,9 @@ void register_tree(py::module_& m) {
                refs.reserve(static_cast<std::size_t>(PySequence_Size(entries.ptr())));
              for (py::handle e : py::iter(entries)) refs.push_back(entry_to_item(e));
              for (auto& r : refs) t.put(std::move(r));
-           })
-      .def("erase", [](Tree& t, py::handle key) { return t.erase(as_key(key)); })
+           },
+           py::arg("entries"))
+      .def("erase", [](Tree& t, py::handle key) { return t.erase(as_key(key)); }, py::arg("key"))
       .def("erase_many",
            [](Tree& t, py::handle keys) {
              std::vector<py::object> ks;
@@ -382,7 +392,8 @@ void register_tree(py::module_& m) {
              std::size_t erased = 0;
              for (const auto& k : ks) erased += t.erase(as_key(k)) ? 1 : 0;
              return erased;
-           })
+           },
+           py::arg("keys"))
       .def(
           "pop",
           [](Tree& t, py::handle key, py::object default_) -> py::object {

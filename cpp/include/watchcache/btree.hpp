@@ -168,6 +168,16 @@ inline int compare_to_node_prefix(const Node<F>* nd, std::string_view k) noexcep
   return k.size() < nd->skip ? -1 : 0;
 }
 
+// Asks for the cache lines a search reads (header, inline prefix, the integer array) as soon
+// as a node's address is known: a binary search makes dependent loads, and fetching the
+// lines together overlaps their misses instead of paying them one after another.
+template <unsigned F>
+inline void prefetch_for_search(const Node<F>* nd) noexcept {
+  const char* p = reinterpret_cast<const char*>(nd);
+  const char* end = reinterpret_cast<const char*>(nd->pfx + F);
+  for (; p < end; p += 64) __builtin_prefetch(p);
+}
+
 // First slot whose key is >= k (kStrict=false) or > k (kStrict=true).
 template <bool kStrict, unsigned F>
 inline unsigned search(const Node<F>* nd, std::string_view k) noexcept {
@@ -219,7 +229,10 @@ struct View {
   const Item* find(std::string_view k) const noexcept {
     const Node<F>* nd = root;
     if (!nd) return nullptr;
-    while (!nd->leaf) nd = as_inner(nd)->child[child_index(nd, k)];
+    while (!nd->leaf) {
+      nd = as_inner(nd)->child[child_index(nd, k)];
+      prefetch_for_search(nd);
+    }
     const unsigned pos = lower_bound(nd, k);
     if (pos < nd->n && nd->key(pos) == k) return nd->keys[pos];
     return nullptr;
@@ -325,6 +338,7 @@ class Walker {
       node_[level] = nd;
       idx_[level] = static_cast<std::uint16_t>(i);
       nd = as_inner(nd)->child[i];
+      detail::prefetch_for_search(nd);
       ++level;
     }
     const unsigned pos = strict ? upper_bound(nd, k) : lower_bound(nd, k);
@@ -604,6 +618,7 @@ class BasicTree {
       ++height_;
     }
     if (grown.inserted) ++size_;
+    flush_retired();
     return grown.inserted;
   }
 
@@ -625,6 +640,7 @@ class BasicTree {
       retire_node(old);
       --height_;
     }
+    flush_retired();
     return true;
   }
 
@@ -714,14 +730,21 @@ class BasicTree {
     return n;
   }
 
+  // Retirements of one write are queued and handed over together (one lock per write).
+  // Nothing in the queue is touched again by the writer, so freeing it later is safe.
   void retire_node(Node* n) {
     bytes_ -= detail::node_bytes(n);
-    domain_->retire_node(n, n->birth, version_, detail::node_bytes(n));
+    if (n->birth == version_) {  // never visible to a snapshot
+      detail::free_node<F>(n);
+      return;
+    }
+    retiring_.push_back(detail::ReclaimDomain::node(n, n->birth, version_, detail::node_bytes(n)));
   }
   void retire_item(const Item* it, std::uint64_t birth) {
     bytes_ -= it->nbytes();
-    domain_->retire_item(it, birth, version_);
+    retiring_.push_back(detail::ReclaimDomain::item(it, birth, version_));
   }
+  void flush_retired() { domain_->retire(retiring_); }
 
   // The one copy-on-write primitive: the node itself if this version owns it, else a copy
   // (born now) while the original is retired for the snapshots that still reach it.
@@ -903,6 +926,7 @@ class BasicTree {
     }
     auto* in = detail::as_inner(nd);
     const unsigned i = detail::child_index(nd, k);
+    detail::prefetch_for_search(in->child[i]);
     Node* c = make_writable(in->child[i]);
     in->child[i] = c;
     const Grown below = insert(c, item);
@@ -998,6 +1022,7 @@ class BasicTree {
     if (!root_) return;
     const bool pinned = domain_->oldest_pin() != detail::kForever;
     release_subtree(root_, death, pinned);
+    flush_retired();
   }
 
   void release_subtree(Node* nd, std::uint64_t death, bool pinned) {
@@ -1005,7 +1030,7 @@ class BasicTree {
       auto* lf = detail::as_leaf(nd);
       for (unsigned i = 0; i < nd->n; ++i) {
         if (pinned)
-          domain_->retire_item(nd->keys[i], lf->item_birth[i], death);
+          retiring_.push_back(detail::ReclaimDomain::item(nd->keys[i], lf->item_birth[i], death));
         else
           nd->keys[i]->release();
       }
@@ -1014,12 +1039,13 @@ class BasicTree {
       for (unsigned i = 0; i < nd->n; ++i) release_subtree(in->child[i], death, pinned);
     }
     if (pinned)
-      domain_->retire_node(nd, nd->birth, death, detail::node_bytes(nd));
+      retiring_.push_back(detail::ReclaimDomain::node(nd, nd->birth, death, detail::node_bytes(nd)));
     else
       detail::free_node<F>(nd);
   }
 
   std::shared_ptr<detail::ReclaimDomain> domain_;
+  std::vector<detail::ReclaimDomain::Retired> retiring_;
   Node* root_ = nullptr;
   unsigned height_ = 0;
   std::size_t size_ = 0;

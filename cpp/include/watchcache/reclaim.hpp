@@ -26,7 +26,7 @@
 // runs when the retired list has doubled since the last sweep, so it is amortized O(log s)
 // per retirement.
 //
-// Thread-safety: one mutex guards the pin set and the retired list; freeing runs outside it.
+// Thread-safety: one mutex guards the pin set and the retired list (and the frees it does).
 // Lifetime: held by shared_ptr from the Tree and every Snapshot; the last holder frees
 // whatever is still retired.
 #pragma once
@@ -59,7 +59,7 @@ class ReclaimDomain {
 
   void pin(std::uint64_t version) {
     std::lock_guard lock(mu_);
-    if (pins_.empty() || pins_.back().version < version) {
+    if (live_pins_begin() == pins_.end() || pins_.back().version < version) {
       pins_.push_back({version, 1});
       return;
     }
@@ -71,40 +71,64 @@ class ReclaimDomain {
     }
   }
 
+  // Freeing happens under the lock: it is a handful of free() calls per unpin, and keeping
+  // it here avoids a heap-allocated list of victims on every snapshot release.
   void unpin(std::uint64_t version) noexcept {
-    std::vector<Retired> to_free;
-    {
-      std::lock_guard lock(mu_);
-      auto it = find_pin(version);
-      if (it == pins_.end() || it->version != version || it->count == 0) return;  // unreachable
-      if (--it->count == 0) ++zero_pins_;
-      drop_zero_pins();
-      take_freeable_prefix(to_free);
-    }
-    for (const Retired& r : to_free) free_one(r);
+    std::lock_guard lock(mu_);
+    auto it = find_pin(version);
+    if (it == pins_.end() || it->version != version || it->count == 0) return;  // unreachable
+    if (--it->count == 0) ++zero_pins_;
+    drop_zero_pins();
+    free_prefix_locked();
   }
 
-  // Hands an object that left the live tree at version `death` to the domain.
-  void retire_node(void* node, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
-    retire({node, birth, death, bytes, Kind::Node});
+  // An object that left the live tree at version `death` after living since `birth`.
+  struct Retired {
+    void* ptr;
+    std::uint64_t birth;
+    std::uint64_t death;
+    std::size_t bytes;
+    bool is_item;
+  };
+  static Retired node(void* node, std::uint64_t birth, std::uint64_t death, std::size_t bytes) noexcept {
+    return {node, birth, death, bytes, false};
   }
-  void retire_item(const Item* item, std::uint64_t birth, std::uint64_t death) {
-    retire({const_cast<Item*>(item), birth, death, item->nbytes(), Kind::Item});
+  static Retired item(const Item* item, std::uint64_t birth, std::uint64_t death) noexcept {
+    return {const_cast<Item*>(item), birth, death, item->nbytes(), true};
+  }
+
+  // Hands objects to the domain, one lock for the batch (a write retires a path at once).
+  // Objects no snapshot can reach are freed at once. Clears `batch`.
+  void retire(std::vector<Retired>& batch) {
+    if (batch.empty()) return;
+    std::lock_guard lock(mu_);
+    for (const Retired& r : batch) {
+      if (!any_pin_in_locked(r.birth, r.death)) {
+        free_one(r);
+      } else {
+        retired_.push_back(r);
+        retired_bytes_ += r.bytes;
+      }
+    }
+    batch.clear();
+    if (retired_.size() >= sweep_threshold_) sweep_locked();
+  }
+  void retire_node(void* n, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
+    std::vector<Retired> one{node(n, birth, death, bytes)};
+    retire(one);
+  }
+  void retire_item(const Item* it, std::uint64_t birth, std::uint64_t death) {
+    std::vector<Retired> one{item(it, birth, death)};
+    retire(one);
   }
 
   // Frees every retired object no live snapshot can reach. Returns the bytes freed.
   std::size_t collect() {
-    std::vector<Retired> to_free;
-    {
-      std::lock_guard lock(mu_);
-      sweep(to_free);
-    }
-    std::size_t freed = 0;
-    for (const Retired& r : to_free) {
-      freed += r.bytes;
-      free_one(r);
-    }
-    return freed;
+    std::lock_guard lock(mu_);
+    const std::size_t before = retired_bytes_;
+    free_prefix_locked();
+    sweep_locked();
+    return before - retired_bytes_;
   }
 
   // Bytes of retired objects still held for live snapshots.
@@ -126,8 +150,8 @@ class ReclaimDomain {
   std::vector<std::pair<std::uint64_t, std::size_t>> exclusive_bytes() const {
     std::lock_guard lock(mu_);
     std::vector<std::pair<std::uint64_t, std::size_t>> out;
-    for (const Pin& p : pins_)
-      if (p.count > 0) out.emplace_back(p.version, 0);
+    for (auto p = live_pins_begin(); p != pins_.end(); ++p)
+      if (p->count > 0) out.emplace_back(p->version, 0);
     for (const Retired& r : retired_) {
       auto lo = std::lower_bound(out.begin(), out.end(), r.birth,
                                  [](const auto& e, std::uint64_t v) { return e.first < v; });
@@ -139,96 +163,87 @@ class ReclaimDomain {
   }
 
  private:
-  enum class Kind : std::uint8_t { Node, Item };
-  struct Retired {
-    void* ptr;
-    std::uint64_t birth;
-    std::uint64_t death;
-    std::size_t bytes;
-    Kind kind;
-  };
   struct Pin {
     std::uint64_t version;
     std::uint32_t count;
   };
 
-  void retire(const Retired& r) {
-    if (r.birth >= r.death) {  // never visible to any snapshot
-      free_one(r);
-      return;
-    }
-    std::vector<Retired> to_free;
-    {
-      std::lock_guard lock(mu_);
-      if (!any_pin_in_locked(r.birth, r.death)) {
-        to_free.push_back(r);
-      } else {
-        retired_.push_back(r);
-        retired_bytes_ += r.bytes;
-        if (retired_.size() >= sweep_threshold_) sweep(to_free);
-      }
-    }
-    for (const Retired& f : to_free) free_one(f);
-  }
-
   void free_one(const Retired& r) noexcept {
-    if (r.kind == Kind::Item)
+    if (r.is_item)
       static_cast<const Item*>(r.ptr)->release();
     else
       free_node_(r.ptr);
   }
 
-  std::deque<Pin>::iterator find_pin(std::uint64_t version) {
-    return std::lower_bound(pins_.begin(), pins_.end(), version,
+  // Pins are a sorted vector whose dropped front is skipped by an offset (compacted when
+  // it grows), so the binary searches run over contiguous memory.
+  std::vector<Pin>::iterator live_pins_begin() noexcept { return pins_.begin() + static_cast<std::ptrdiff_t>(head_); }
+  std::vector<Pin>::const_iterator live_pins_begin() const noexcept {
+    return pins_.begin() + static_cast<std::ptrdiff_t>(head_);
+  }
+  std::vector<Pin>::iterator find_pin(std::uint64_t version) {
+    return std::lower_bound(live_pins_begin(), pins_.end(), version,
                             [](const Pin& p, std::uint64_t v) { return p.version < v; });
   }
-  std::deque<Pin>::const_iterator find_pin(std::uint64_t version) const {
-    return std::lower_bound(pins_.begin(), pins_.end(), version,
+  std::vector<Pin>::const_iterator find_pin(std::uint64_t version) const {
+    return std::lower_bound(live_pins_begin(), pins_.end(), version,
                             [](const Pin& p, std::uint64_t v) { return p.version < v; });
   }
 
   // Zero-count pins are dropped from the front at once and compacted elsewhere lazily, so
   // unpinning in any order stays O(log s) amortized.
   void drop_zero_pins() {
-    while (!pins_.empty() && pins_.front().count == 0) {
-      pins_.pop_front();
+    while (head_ < pins_.size() && pins_[head_].count == 0) {
+      ++head_;
       --zero_pins_;
     }
-    if (zero_pins_ > 16 && zero_pins_ * 2 > pins_.size()) {
+    const std::size_t live = pins_.size() - head_;
+    if (head_ > 64 && head_ * 2 > pins_.size()) {
+      pins_.erase(pins_.begin(), live_pins_begin());
+      head_ = 0;
+    }
+    if (zero_pins_ > 16 && zero_pins_ * 2 > live) {
       std::erase_if(pins_, [](const Pin& p) { return p.count == 0; });
+      head_ = 0;
       zero_pins_ = 0;
     }
   }
 
   std::uint64_t oldest_pin_locked() const {
-    for (const Pin& p : pins_)
-      if (p.count > 0) return p.version;
+    for (auto p = live_pins_begin(); p != pins_.end(); ++p)
+      if (p->count > 0) return p->version;
     return kForever;
   }
 
   bool any_pin_in_locked(std::uint64_t birth, std::uint64_t death) const {
+    if (birth >= death || live_pins_begin() == pins_.end()) return false;
+    // The common case answers in O(1): the newest pin (taken right before the write that
+    // retires this object) is inside the interval.
+    const Pin& newest = pins_.back();
+    if (newest.version < birth) return false;
+    if (newest.version < death && newest.count > 0) return true;
     for (auto it = find_pin(birth); it != pins_.end() && it->version < death; ++it)
       if (it->count > 0) return true;
     return false;
   }
 
-  void take_freeable_prefix(std::vector<Retired>& to_free) {
+  void free_prefix_locked() {
     const std::uint64_t oldest = oldest_pin_locked();
     while (!retired_.empty() && retired_.front().death <= oldest) {
-      to_free.push_back(retired_.front());
       retired_bytes_ -= retired_.front().bytes;
+      free_one(retired_.front());
       retired_.pop_front();
     }
   }
 
-  void sweep(std::vector<Retired>& to_free) {
+  void sweep_locked() {
     std::deque<Retired> kept;
     for (const Retired& r : retired_) {
       if (any_pin_in_locked(r.birth, r.death)) {
         kept.push_back(r);
       } else {
-        to_free.push_back(r);
         retired_bytes_ -= r.bytes;
+        free_one(r);
       }
     }
     retired_.swap(kept);
@@ -237,7 +252,8 @@ class ReclaimDomain {
 
   NodeFreer free_node_;
   mutable std::mutex mu_;
-  std::deque<Pin> pins_;
+  std::vector<Pin> pins_;
+  std::size_t head_ = 0;
   std::size_t zero_pins_ = 0;
   std::deque<Retired> retired_;
   std::size_t retired_bytes_ = 0;

@@ -46,7 +46,7 @@ inline std::optional<std::int64_t> parse_int64(std::string_view s) noexcept {
 }
 
 inline LabelOp parse_label_op(std::string_view op) {
-  if (op == "=" || op == "==") return LabelOp::Equals;
+  if (op == "=") return LabelOp::Equals;  // the parser normalizes "==" to "="
   if (op == "!=") return LabelOp::NotEquals;
   if (op == "in") return LabelOp::In;
   if (op == "notin") return LabelOp::NotIn;
