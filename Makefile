@@ -57,14 +57,16 @@ lint: venv
 bench: install
 	mkdir -p bench/results
 	$(PY) -m pytest bench --benchmark-only --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
+	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
 	$(PY) bench/memory.py --n 1000000 --json bench/results/memory.json
-	$(PY) bench/report.py bench/results/engine.json --memory bench/results/memory.json
+	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
 
 bench-quick: install
 	mkdir -p bench/results
 	$(PY) -m pytest bench --benchmark-only --quick --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
+	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only --quick -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
 	$(PY) bench/memory.py --n 100000 --json bench/results/memory.json
-	$(PY) bench/report.py bench/results/engine.json --memory bench/results/memory.json
+	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
 
 bench-native:
 	cmake --preset bench >/dev/null

@@ -1,17 +1,24 @@
-"""Turn a pytest-benchmark JSON (and optionally memory.py's JSON) into bench/README.md tables.
+"""Turn pytest-benchmark JSONs (and optionally memory.py's JSON) into bench/README.md tables.
 
-Run: ``python bench/report.py bench/results/engine.json [--memory bench/results/memory.json]
-[--readme bench/README.md]``; ``--print`` writes the section to stdout instead.
+Run: ``python bench/report.py bench/results/engine.json [bench/results/engine-1k.json ...]
+[--memory bench/results/memory.json] [--readme bench/README.md]``; ``--print`` writes the
+section to stdout instead.
+
+Each engine JSON is one pytest run at one value size (conftest.py records it); ``make
+bench`` gives two, all operations at 100-byte values and the scans again at 1 KB. Files
+with the same value size are merged (a later file's result replaces an earlier one's).
 
 The README keeps its hand-written method and caveats; this script owns only the text
 between ``BEGIN`` and ``END`` below, replacing it whole, so a re-run never duplicates a
 table. The section states the run's date, machine, seed and the exact command (recorded by
 conftest.py in ``machine_info["watchcache_bench"]``), then:
 
-- the DESIGN.md targets, each checked against the run (at the largest size measured; the
-  targets are stated at 1M, so a ``--quick`` run only previews them);
-- one table per size: the median time per operation for each implementation, and how
-  watchcache compares with the best peer (the fastest of the others) in the same run;
+- the DESIGN.md targets, each checked against the run with the value size it names (100
+  bytes, but 1 KB for the rendered body) at the largest item count that run measured; the
+  targets are stated at 1M, so a ``--quick`` run only previews them;
+- per value size, one table per item count: the median time per operation for each
+  implementation, and how watchcache compares with the best peer (the fastest of the
+  others) in the same run;
 - the memory table, when given.
 
 Medians, not means: the machine is shared and a few preempted rounds skew a mean.
@@ -34,6 +41,9 @@ from workload import size_label
 BEGIN = "<!-- bench-report:begin (written by bench/report.py; edits inside are lost) -->"
 END = "<!-- bench-report:end -->"
 ENGINE = "watchcache"
+#: The value sizes the targets name: ~100-byte values, except the rendered 1 KB body.
+SMALL_VALUES = 100
+LARGE_VALUES = 1024
 
 #: op -> row label, in table order.
 OPS = {
@@ -55,16 +65,36 @@ class Result:
     op: str
     impl: str
     n: int
+    value_bytes: int
     median: float
     rounds: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """One engine JSON: pytest-benchmark's document and the results it holds."""
+
+    path: Path
+    doc: dict[str, Any]
+    results: list[Result]
+
+    @property
+    def bench_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = self.doc["machine_info"].get("watchcache_bench", {})
+        return info
+
+
+ByKey = dict[tuple[str, str, int], Result]
 
 
 @dataclass(frozen=True)
 class Target:
     label: str
     limit: str
+    #: The value size the target is stated for; checked on the run at that size.
+    value_bytes: int
     #: Measured value (display string) and whether it meets the limit, or None if not run.
-    check: Callable[[dict[tuple[str, str, int], Result], int], tuple[str, bool] | None]
+    check: Callable[[ByKey, int], tuple[str, bool] | None]
 
 
 def fmt_time(seconds: float) -> str:
@@ -78,34 +108,56 @@ def fmt_ratio(x: float) -> str:
     return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
-def load(path: Path) -> tuple[dict[str, Any], list[Result]]:
+def fmt_bytes(b: int) -> str:
+    """1024 -> "1 KB", 100 -> "100 B"."""
+    return f"{b // 1024} KB" if b >= 1024 and b % 1024 == 0 else f"{b} B"
+
+
+def values_heading(b: int) -> str:
+    """1024 -> "1 KB values", 100 -> "100-byte values"."""
+    return f"{b // 1024} KB values" if b >= 1024 and b % 1024 == 0 else f"{b}-byte values"
+
+
+def load(path: Path) -> Run:
     doc = json.loads(path.read_text())
+    value_bytes = doc["machine_info"].get("watchcache_bench", {}).get("value_bytes")
+    if not isinstance(value_bytes, int):
+        raise SystemExit(f"report: {path} records no value size (not made by bench/conftest.py)")
     results = []
     for b in doc["benchmarks"]:
         info = b.get("extra_info", {})
         if "op" not in info:
             continue
         s = b["stats"]
-        results.append(Result(info["op"], info["impl"], info["n"], s["median"], s["rounds"]))
-    return doc, results
+        results.append(
+            Result(info["op"], info["impl"], info["n"], value_bytes, s["median"], s["rounds"])
+        )
+    return Run(path, doc, results)
 
 
-def engine_time(by_key: dict[tuple[str, str, int], Result], op: str, n: int) -> float | None:
+def merge(runs: list[Run]) -> list[Result]:
+    """Every run's results; for a repeated (op, impl, n, value size) the later run's."""
+    merged: dict[tuple[str, str, int, int], Result] = {}
+    for run in runs:
+        for r in run.results:
+            merged[(r.op, r.impl, r.n, r.value_bytes)] = r
+    return list(merged.values())
+
+
+def engine_time(by_key: ByKey, op: str, n: int) -> float | None:
     r = by_key.get((op, ENGINE, n))
     return r.median if r else None
 
 
-def time_target(label: str, op: str, limit: float) -> Target:
-    def check(by_key: dict[tuple[str, str, int], Result], n: int) -> tuple[str, bool] | None:
+def time_target(label: str, op: str, limit: float, value_bytes: int = SMALL_VALUES) -> Target:
+    def check(by_key: ByKey, n: int) -> tuple[str, bool] | None:
         t = engine_time(by_key, op, n)
         return None if t is None else (fmt_time(t), t <= limit)
 
-    return Target(label, f"≤ {fmt_time(limit)}", check)
+    return Target(label, f"≤ {fmt_time(limit)}", value_bytes, check)
 
 
-def snapshot_flatness(
-    by_key: dict[tuple[str, str, int], Result], n: int
-) -> tuple[str, bool] | None:
+def snapshot_flatness(by_key: ByKey, n: int) -> tuple[str, bool] | None:
     big, small = engine_time(by_key, "snapshot", n), engine_time(by_key, "snapshot", 1_000)
     if big is None or small is None:
         return None
@@ -114,32 +166,43 @@ def snapshot_flatness(
 
 TARGETS = [
     time_target("snapshot()", "snapshot", 0.3e-6),
-    Target("snapshot() independent of size", "≤ 1.5x", snapshot_flatness),
+    Target("snapshot() independent of size", "≤ 1.5x", SMALL_VALUES, snapshot_flatness),
     time_target("put with an older snapshot alive", "put", 2e-6),
     time_target("put right after a fresh snapshot", "put-after-snapshot", 2e-6),
     time_target("scan 500 → Python items", "scan-items", 35e-6),
-    time_target("scan 500 → rendered body (1 KB values)", "scan-rendered", 60e-6),
+    time_target("scan 500 → rendered body", "scan-rendered", 60e-6, LARGE_VALUES),
     time_target("count a prefix of n/1000 keys", "count-prefix", 2e-6),
 ]
 
 
 def target_rows(results: list[Result], memory: list[dict[str, Any]] | None) -> list[str]:
-    by_key = {(r.op, r.impl, r.n): r for r in results}
-    n = max((r.n for r in results), default=0)
     rows = [
-        f"Targets from DESIGN.md, checked at {size_label(n)} items"
-        + (" (a preview: the targets are stated at 1M)" if n < 1_000_000 else "")
-        + ". Times include calling from Python.",
-        "",
-        "| target | limit | measured | met |",
-        "|---|---|---:|:-:|",
+        "| target | limit | checked at | measured | met |",
+        "|---|---|---|---:|:-:|",
     ]
+    largest = 0
     for t in TARGETS:
-        got = t.check(by_key, n)
-        measured, met = ("not run", "—") if got is None else (got[0], "yes" if got[1] else "NO")
-        rows.append(f"| {t.label} | {t.limit} | {measured} | {met} |")
+        mine = [r for r in results if r.value_bytes == t.value_bytes and r.op != "harness"]
+        n = max((r.n for r in mine), default=0)
+        got = t.check({(r.op, r.impl, r.n): r for r in mine}, n) if mine else None
+        if got is None:
+            at, measured, met = f"{fmt_bytes(t.value_bytes)} values", "not run", "—"
+        else:
+            at, measured, met = (
+                f"{size_label(n)} items, {fmt_bytes(t.value_bytes)} values",
+                got[0],
+                "yes" if got[1] else "NO",
+            )
+            largest = max(largest, n)
+        rows.append(f"| {t.label} | {t.limit} | {at} | {measured} | {met} |")
     rows += memory_target_rows(memory)
-    return rows
+    intro = (
+        "Targets from DESIGN.md, each checked on the run with the value size it names, at the "
+        "largest item count measured"
+        + (" (a preview: the targets are stated at 1M)" if largest < 1_000_000 else "")
+        + ". Times include calling from Python."
+    )
+    return [intro, "", *rows]
 
 
 def memory_target_rows(memory: list[dict[str, Any]] | None) -> list[str]:
@@ -148,23 +211,25 @@ def memory_target_rows(memory: list[dict[str, Any]] | None) -> list[str]:
     by_name = {m["impl"]: m for m in memory}
     wc, d = by_name.get(ENGINE), by_name.get("dict")
     if wc is None:
-        return ["| memory per item | raw + 96 B, < dict | not run | — |"]
+        return ["| memory per item | raw + 96 B, < dict | — | not run | — |"]
     n = wc["n"]
+    at = f"{size_label(n)} items, {fmt_bytes(wc['value_bytes'])} values"
     overhead = (wc["rss_delta"] - wc["raw_bytes"]) / n
     rows = [
-        f"| memory overhead per item ({size_label(n)}, {wc['value_bytes']} B values) "
-        f"| ≤ 96 B | {overhead:,.1f} B | {'yes' if overhead <= 96 else 'NO'} |"
+        f"| memory overhead per item | ≤ 96 B | {at} | {overhead:,.1f} B "
+        f"| {'yes' if overhead <= 96 else 'NO'} |"
     ]
     if d is not None:
         ratio = wc["rss_delta"] / d["rss_delta"]
         rows.append(
-            f"| memory vs a dict holding the same | < 1x | {ratio:.2f}x "
+            f"| memory vs a dict holding the same | < 1x | {at} | {ratio:.2f}x "
             f"| {'yes' if ratio < 1 else 'NO'} |"
         )
     return rows
 
 
 def size_table(results: list[Result], n: int) -> list[str]:
+    """One item count at one value size: ``results`` must hold a single value size."""
     impls = [name for name in CONTENDERS if any(r.impl == name and r.n == n for r in results)]
     by_key = {(r.op, r.impl): r for r in results if r.n == n}
     rows = [
@@ -198,25 +263,47 @@ def versus(cells: dict[str, float]) -> str:
     return f"{fmt_ratio(1 / ratio)} slower than {best}"
 
 
-def render(
-    doc: dict[str, Any], results: list[Result], memory: dict[str, Any] | None, argv: list[str]
-) -> str:
-    info = doc["machine_info"]
-    wb = info.get("watchcache_bench", {})
+def distinct(values: list[Any]) -> str:
+    """The values, once each, in first-seen order: "32" or "32 / 16" when runs disagree."""
+    return " / ".join(str(v) for v in dict.fromkeys(values))
+
+
+def value_sizes_line(results: list[Result]) -> str:
+    """ "100 bytes (every operation); 1024 bytes (scan 500 → Python items, ...)"."""
+    parts = []
+    for b in sorted({r.value_bytes for r in results}):
+        ops = {r.op for r in results if r.value_bytes == b}
+        if set(OPS) <= ops:
+            parts.append(f"{b} bytes (every operation)")
+        else:
+            labels = ", ".join(label for op, label in OPS.items() if op in ops)
+            parts.append(f"{b} bytes ({labels})")
+    return "; ".join(parts)
+
+
+def render(runs: list[Run], memory: dict[str, Any] | None, argv: list[str]) -> str:
+    first = runs[0]
+    info = first.doc["machine_info"]
+    infos = [run.bench_info for run in runs]
+    wb = infos[0]
     cpu = info.get("cpu", {}).get("brand_raw", info.get("processor", "?"))
     versions = ", ".join(f"{k} {v}" for k, v in wb.get("versions", {}).items())
+    results = merge(runs)
     harness = [r for r in results if r.op == "harness"]
+    commands = [f"`{i.get('command', '?')}`" for i in infos]
+    if memory:
+        commands.append(f"`{memory.get('command', 'python bench/memory.py')}`")
     out = [
         BEGIN,
-        f"### Results of {doc['datetime'][:16].replace('T', ' ')} UTC",
+        f"### Results of {first.doc['datetime'][:16].replace('T', ' ')} UTC",
         "",
-        f"- Made by `{wb.get('command', '?')}`,",
-        *([f"  `{memory.get('command', 'python bench/memory.py')}`,"] if memory else []),
+        "- Made by " + ",\n  ".join(commands) + ",",
         f"  then `python bench/report.py {' '.join(argv)}`.",
         f"- Machine: {cpu}, {wb.get('cpu_count', '?')} cores, {wb.get('platform', '?')}; "
         f"Python {wb.get('python', '?')}.",
-        f"- Seed {wb.get('seed', '?')}, values {wb.get('value_bytes', '?')} bytes, "
-        f"FANOUT {wb.get('fanout')}; {versions}.",
+        f"- Seed {distinct([i.get('seed', '?') for i in infos])}, "
+        f"FANOUT {distinct([i.get('fanout') for i in infos])}; {versions}.",
+        f"- Values: {value_sizes_line(results)}.",
     ]
     if harness:
         out.append(
@@ -227,12 +314,19 @@ def render(
     mem_rows = memory["results"] if memory else None
     out += ["", *target_rows(results, mem_rows), ""]
     out.append("Median time per operation; **bold** is the fastest in its row.")
-    for n in sorted({r.n for r in results if r.op != "harness"}):
-        out += ["", *size_table(results, n)]
+    for b in sorted({r.value_bytes for r in results}):
+        mine = [r for r in results if r.value_bytes == b and r.op != "harness"]
+        if not mine:
+            continue
+        out += ["", f"#### {values_heading(b)}"]
+        for n in sorted({r.n for r in mine}):
+            out += ["", *size_table(mine, n)]
     if mem_rows:
         out += [
             "",
-            f"Memory: RSS growth to hold {size_label(mem_rows[0]['n'])} items "
+            "#### Memory",
+            "",
+            f"RSS growth to hold {size_label(mem_rows[0]['n'])} items "
             f"({mem_rows[0]['value_bytes']}-byte values), one fresh process each.",
             "",
             *memory_table(mem_rows),
@@ -252,14 +346,19 @@ def splice(readme: str, section: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("engine_json", type=Path, help="pytest --benchmark-json output")
+    parser.add_argument(
+        "engine_json",
+        type=Path,
+        nargs="+",
+        help="pytest --benchmark-json output, one or more (one value size each)",
+    )
     parser.add_argument("--memory", type=Path, help="memory.py --json output")
     parser.add_argument("--readme", type=Path, default=Path(__file__).with_name("README.md"))
     parser.add_argument("--print", action="store_true", help="print, do not touch the README")
     args = parser.parse_args(argv)
-    doc, results = load(args.engine_json)
+    runs = [load(path) for path in args.engine_json]
     memory = json.loads(args.memory.read_text()) if args.memory else None
-    section = render(doc, results, memory, argv)
+    section = render(runs, memory, argv)
     if args.print:
         sys.stdout.write(section)
         return 0
