@@ -33,14 +33,17 @@
 // does anyway. So a separator never points to an item that left the tree in the current
 // version, and old versions keep their own (retired, still pinned) items.
 //
-// Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT chosen
-// with cpp/bench/fanout_bench.cpp (bench/README.md has the numbers). Minimum fill F/2 except
-// at the root. Nodes split bottom-up and only when a key is added, so updating values in a
-// bulk-loaded (100% full) tree never splits.
+// Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT = 16,
+// chosen with cpp/bench/fanout_bench.cpp at 1M keys over F = 8..128: F=16 is the fastest
+// for a write right after a snapshot (fewest cache lines copied: 43+42 DRAM line reads and
+// writes per write vs 56+61 at F=32) and the only F >= 16 that pins under 4 KB per stored
+// snapshot (2.9 KB; F=32 pins 4.3 KB); gets tie with F=32, scans are 5-15% slower (more
+// leaves). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
+// is added, so updating values in a bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
-// snapshot allocates and copies log_F(n) nodes (~1 KB each at F=32).
+// snapshot allocates and copies log_F(n) nodes (~0.5 KB each at F=16).
 //
 // Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
 // Snapshots, cursors and scans over snapshots are safe from any thread without locks while
@@ -57,6 +60,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,7 +68,7 @@
 #include "watchcache/reclaim.hpp"
 
 #ifndef WATCHCACHE_FANOUT
-#define WATCHCACHE_FANOUT 32
+#define WATCHCACHE_FANOUT 16
 #endif
 
 namespace watchcache {
@@ -168,13 +172,14 @@ inline int compare_to_node_prefix(const Node<F>* nd, std::string_view k) noexcep
   return k.size() < nd->skip ? -1 : 0;
 }
 
-// Asks for the cache lines a search reads (header, inline prefix, the integer array) as soon
-// as a node's address is known: a binary search makes dependent loads, and fetching the
-// lines together overlaps their misses instead of paying them one after another.
+// Asks for every cache line of a node as soon as its address is known. A binary search makes
+// dependent loads, and the slot it lands on needs its item or child pointer next: fetching
+// the lines together overlaps their misses instead of paying them one after another. (A
+// leaf is smaller than an internal node; the extra lines asked for are harmless.)
 template <unsigned F>
-inline void prefetch_for_search(const Node<F>* nd) noexcept {
+inline void prefetch_node(const Node<F>* nd) noexcept {
   const char* p = reinterpret_cast<const char*>(nd);
-  const char* end = reinterpret_cast<const char*>(nd->pfx + F);
+  const char* end = p + sizeof(Inner<F>);
   for (; p < end; p += 64) __builtin_prefetch(p);
 }
 
@@ -231,7 +236,7 @@ struct View {
     if (!nd) return nullptr;
     while (!nd->leaf) {
       nd = as_inner(nd)->child[child_index(nd, k)];
-      prefetch_for_search(nd);
+      prefetch_node(nd);
     }
     const unsigned pos = lower_bound(nd, k);
     if (pos < nd->n && nd->key(pos) == k) return nd->keys[pos];
@@ -323,6 +328,19 @@ class Walker {
 
   bool valid() const noexcept { return valid_; }
   const Item* item() const noexcept { return node_[leaf_level()]->keys[idx_[leaf_level()]]; }
+  const Node<F>* leaf() const noexcept { return node_[leaf_level()]; }
+  unsigned slot() const noexcept { return idx_[leaf_level()]; }
+
+  // Number of items before the current one, from the counts along the path (nodes just
+  // visited, so no cache misses).
+  std::size_t position() const noexcept {
+    std::size_t r = idx_[leaf_level()];
+    for (unsigned l = 0; l < leaf_level(); ++l) {
+      const auto* in = as_inner(node_[l]);
+      for (unsigned j = 0; j < idx_[l]; ++j) r += in->count[j];
+    }
+    return r;
+  }
 
   bool seek_first() noexcept { return descend_edge(false); }
   bool seek_last() noexcept { return descend_edge(true); }
@@ -338,7 +356,7 @@ class Walker {
       node_[level] = nd;
       idx_[level] = static_cast<std::uint16_t>(i);
       nd = as_inner(nd)->child[i];
-      detail::prefetch_for_search(nd);
+      detail::prefetch_node(nd);
       ++level;
     }
     const unsigned pos = strict ? upper_bound(nd, k) : lower_bound(nd, k);
@@ -356,7 +374,12 @@ class Walker {
   bool next() noexcept {
     if (!valid_) return false;
     const unsigned leaf = leaf_level();
-    if (++idx_[leaf] < node_[leaf]->n) return true;
+    if (++idx_[leaf] < node_[leaf]->n) {
+      // Entering a leaf's second slot: start fetching the next leaf while this one is read.
+      if (idx_[leaf] == 1 && leaf > 0 && idx_[leaf - 1] + 1u < node_[leaf - 1]->n)
+        prefetch_node(as_inner(node_[leaf - 1])->child[idx_[leaf - 1] + 1u]);
+      return true;
+    }
     // Climb to the deepest ancestor with a right neighbour; `level` counts from 1.
     unsigned level = leaf;
     while (level > 0 && idx_[level - 1] + 1u >= node_[level - 1]->n) --level;
@@ -524,13 +547,36 @@ struct SelectAll {
 
 // Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
 // continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
+// Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
+// continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
+//
+// Staying inside the range must not cost a key dereference per item (each is a cache miss):
+// the range end is judged once per leaf against the leaf's common prefix — all keys below
+// it, none, or undecided — and only an undecided leaf compares per slot, by its inline bytes.
 template <unsigned F, class Pred = SelectAll>
 BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, const Pred& pred = {}) {
   BasicScanResult<F> out;
   out.snapshot = snap;
   const auto& view = snap.view();
   const std::optional<std::string> end = detail::prefix_end(opts.prefix);
-  auto in_range = [&end](const Item* it) { return !end || it->key() < std::string_view(*end); };
+
+  const detail::Node<F>* judged_leaf = nullptr;
+  int leaf_verdict = 1;  // 1: every key below end; -1: none; 0: compare per slot
+  std::uint64_t end_bits = 0;
+  auto in_range = [&](const detail::Walker<F>& w) {
+    if (!end) return true;
+    const detail::Node<F>* lf = w.leaf();
+    if (lf != judged_leaf) {
+      judged_leaf = lf;
+      const int c = detail::compare_to_node_prefix(lf, *end);
+      leaf_verdict = c > 0 ? 1 : (c < 0 ? -1 : 0);
+      if (leaf_verdict == 0) end_bits = detail::key_prefix(*end, lf->skip);
+    }
+    if (leaf_verdict != 0) return leaf_verdict > 0;
+    const std::uint64_t bits = lf->pfx[w.slot()];
+    if (bits != end_bits) return bits < end_bits;
+    return lf->key(w.slot()) < std::string_view(*end);
+  };
 
   detail::Walker<F> w(view);
   if (opts.start && *opts.start >= opts.prefix)
@@ -539,10 +585,19 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
     w.seek(opts.prefix, false);
   if (opts.limit) out.items.reserve(std::min<std::size_t>(opts.limit, 1024));
 
+  constexpr bool kFiltered = !std::is_same_v<Pred, SelectAll>;
+  const detail::Node<F>* fetched_leaf = nullptr;
   bool limited = false;
-  while (w.valid()) {
+  while (w.valid() && in_range(w)) {
+    if constexpr (kFiltered) {
+      // A selector reads every item: ask for all of this leaf's items at once so their
+      // misses overlap rather than arriving one per item.
+      if (w.leaf() != fetched_leaf) {
+        fetched_leaf = w.leaf();
+        for (unsigned j = w.slot(); j < fetched_leaf->n; ++j) __builtin_prefetch(fetched_leaf->keys[j]);
+      }
+    }
     const Item* it = w.item();
-    if (!in_range(it)) break;
     ++out.scanned;
     if (pred(*it)) {
       out.items.push_back(it);
@@ -553,11 +608,13 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
     }
     w.next();
   }
-  if (limited && w.next() && in_range(w.item())) {
-    const std::string_view last = out.items.back()->key();
-    out.next_key = std::string(last) + '\0';
-    const std::size_t upto = end ? view.template rank<false>(*end) : view.size;
-    out.remaining = upto - view.template rank<true>(last);
+  if (limited) {
+    const std::size_t last_position = w.position();
+    if (w.next() && in_range(w)) {
+      out.next_key = std::string(out.items.back()->key()) + '\0';
+      const std::size_t upto = end ? view.template rank<false>(*end) : view.size;
+      out.remaining = upto - (last_position + 1);
+    }
   }
   return out;
 }
@@ -926,7 +983,7 @@ class BasicTree {
     }
     auto* in = detail::as_inner(nd);
     const unsigned i = detail::child_index(nd, k);
-    detail::prefetch_for_search(in->child[i]);
+    detail::prefetch_node(in->child[i]);
     Node* c = make_writable(in->child[i]);
     in->child[i] = c;
     const Grown below = insert(c, item);
