@@ -34,12 +34,14 @@
 // version, and old versions keep their own (retired, still pinned) items.
 //
 // Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT = 16,
-// chosen with cpp/bench/fanout_bench.cpp at 1M keys over F = 8..128: F=16 is the fastest
-// for a write right after a snapshot (fewest cache lines copied: 43+42 DRAM line reads and
-// writes per write vs 56+61 at F=32) and the only F >= 16 that pins under 4 KB per stored
-// snapshot (2.9 KB; F=32 pins 4.3 KB); gets tie with F=32, scans are 5-15% slower (more
-// leaves). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
-// is added, so updating values in a bulk-loaded (100% full) tree never splits.
+// chosen with cpp/bench/fanout_bench.cpp (make bench-native) at 1M keys over F = 8..128.
+// F=16 and F=32 meet the same number of targets there: a write right after a snapshot —
+// the watch cache's pattern, one snapshot per event — costs the same (2.77 vs 2.74 us);
+// F=32 updates faster under an old snapshot (1.15 vs 1.38 us) and scans faster (more
+// items per leaf), but pins 5.3 KB per stored snapshot against 3.6 KB, and the cache keeps
+// a snapshot for every event in its history window, so F=16 it is. Minimum fill F/2
+// except at the root. Nodes split bottom-up and only when a key is added, so updating
+// values in a bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
