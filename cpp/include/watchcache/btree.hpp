@@ -33,19 +33,18 @@
 // does anyway. So a separator never points to an item that left the tree in the current
 // version, and old versions keep their own (retired, still pinned) items.
 //
-// Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT = 16,
+// Fan-out. F slots per node, a template parameter; the build uses WATCHCACHE_FANOUT = 32,
 // chosen with cpp/bench/fanout_bench.cpp (make bench-native) at 1M keys over F = 8..128.
-// F=16 and F=32 meet the same number of targets there: a write right after a snapshot —
-// the watch cache's pattern, one snapshot per event — costs the same (2.77 vs 2.74 us);
-// F=32 updates faster under an old snapshot (1.15 vs 1.38 us) and scans faster (more
-// items per leaf), but pins 5.3 KB per stored snapshot against 3.6 KB, and the cache keeps
-// a snapshot for every event in its history window, so F=16 it is. Minimum fill F/2
-// except at the root. Nodes split bottom-up and only when a key is added, so updating
-// values in a bulk-loaded (100% full) tree never splits.
+// F=16 and F=32 tie on a write right after a snapshot (2.61-2.77 us either way); F=32
+// updates faster under an old snapshot (1.15-1.16 vs 1.34-1.38 us: the target is
+// 1.2 us) and scans 5-15% faster (twice the items per leaf), which is the LIST path. Its
+// cost: 5.3 KB pinned per stored snapshot against 3.6 KB at F=16 (a path copy of bigger
+// nodes). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
+// is added, so updating values in a bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
-// snapshot allocates and copies log_F(n) nodes (~0.5 KB each at F=16).
+// snapshot allocates and copies log_F(n) nodes (~1.1-1.3 KB each at F=32).
 //
 // Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
 // Snapshots, cursors and scans over snapshots are safe from any thread without locks while
@@ -70,7 +69,7 @@
 #include "watchcache/reclaim.hpp"
 
 #ifndef WATCHCACHE_FANOUT
-#define WATCHCACHE_FANOUT 16
+#define WATCHCACHE_FANOUT 32
 #endif
 
 namespace watchcache {
