@@ -828,15 +828,28 @@ class BasicTree {
   // (born now) while the original is retired for the snapshots that still reach it.
   Node* make_writable(Node* n) {
     if (n->birth == version_) return n;
+    // Copy only the header and the used slots: the copy lands in cold memory, and every
+    // line written costs a read-for-ownership, so the unused tail (a third of a node on
+    // average) is not worth copying. Slots at or past n are never read.
+    const unsigned used = n->n;
     Node* copy;
     if (n->leaf) {
-      auto* c = new Leaf(*detail::as_leaf(n));
+      const auto* src = detail::as_leaf(n);
+      auto* c = new Leaf(version_);
+      std::memcpy(c->item_birth, src->item_birth, used * sizeof(src->item_birth[0]));
       copy = c;
     } else {
-      auto* c = new Inner(*detail::as_inner(n));
+      const auto* src = detail::as_inner(n);
+      auto* c = new Inner(version_);
+      std::memcpy(c->child, src->child, used * sizeof(src->child[0]));
+      std::memcpy(c->count, src->count, used * sizeof(src->count[0]));
       copy = c;
     }
-    copy->birth = version_;
+    copy->n = n->n;
+    copy->skip = n->skip;
+    std::memcpy(copy->lcp, n->lcp, n->skip);
+    std::memcpy(copy->pfx, n->pfx, used * sizeof(n->pfx[0]));
+    std::memcpy(copy->keys, n->keys, used * sizeof(n->keys[0]));
     detail::count_node<F>(copy, +1);
     bytes_ += detail::node_bytes(copy);
     retire_node(n);
