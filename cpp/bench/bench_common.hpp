@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -262,6 +263,21 @@ inline std::vector<watchcache::ItemRef> update_items(const Dataset& ds, std::siz
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) out.push_back(make_item(ds, rng.below(ds.n), rv + static_cast<std::int64_t>(i), labeler));
   return out;
+}
+
+// "1M", "100k" or the plain number, for table headings.
+inline std::string size_tag(std::size_t n) {
+  if (n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
+  if (n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
+  return std::to_string(n);
+}
+
+// Three significant-ish digits: 1234, 12.3, 1.23.
+inline std::string fmt(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  std::snprintf(buf, sizeof buf, a >= 100 ? "%.0f" : (a >= 10 ? "%.1f" : "%.2f"), v);
+  return buf;
 }
 
 }  // namespace wcbench

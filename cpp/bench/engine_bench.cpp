@@ -51,19 +51,6 @@ struct Row {
   std::optional<double> limit;  // value <= limit passes
 };
 
-std::string size_tag(std::size_t n) {
-  if (n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
-  if (n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
-  return std::to_string(n);
-}
-
-std::string fmt(double v) {
-  char buf[32];
-  const double a = std::fabs(v);
-  std::snprintf(buf, sizeof buf, a >= 100 ? "%.0f" : (a >= 10 ? "%.1f" : "%.2f"), v);
-  return buf;
-}
-
 std::size_t label_bytes(std::size_t index) {
   std::string storage;
   std::size_t total = 0;

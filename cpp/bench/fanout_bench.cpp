@@ -75,24 +75,6 @@ struct Config {
   std::uint64_t seed = kDefaultSeed;
 };
 
-std::string size_tag(std::size_t n) {
-  if (n % 1'000'000 == 0) return std::to_string(n / 1'000'000) + "M";
-  if (n % 1'000 == 0) return std::to_string(n / 1'000) + "k";
-  return std::to_string(n);
-}
-
-std::string fmt(double v) {
-  char buf[32];
-  const double a = std::fabs(v);
-  if (a >= 100)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else if (a >= 10)
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 template <unsigned F>
 void run_fanout(const Dataset& ds, const Config& cfg, Table& t) {
   using Tree = watchcache::BasicTree<F>;
