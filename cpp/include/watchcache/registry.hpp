@@ -54,6 +54,7 @@ class BasicSnapshotRegistry {
       if (!entries_.empty() && rv <= entries_.back().first)
         throw std::invalid_argument("resource version " + std::to_string(rv) +
                                     " is not greater than the newest stored " + std::to_string(entries_.back().first));
+      track_domain_locked(snap.domain().get(), +1);
       entries_.emplace_back(rv, std::move(snap));
       enforce_budget_locked();
     }
@@ -90,10 +91,7 @@ class BasicSnapshotRegistry {
   std::size_t prune_below(std::int64_t rv) {
     std::vector<Snapshot> dropped;
     std::lock_guard lock(mu_);
-    while (!entries_.empty() && entries_.front().first < rv) {
-      dropped.push_back(std::move(entries_.front().second));
-      entries_.pop_front();
-    }
+    while (!entries_.empty() && entries_.front().first < rv) dropped.push_back(pop_oldest_locked());
     return dropped.size();
   }
 
@@ -101,6 +99,7 @@ class BasicSnapshotRegistry {
     std::deque<Entry> dropped;
     std::lock_guard lock(mu_);
     dropped.swap(entries_);
+    domains_.clear();
   }
 
   std::size_t size() const {
@@ -163,16 +162,32 @@ class BasicSnapshotRegistry {
                             [](const Entry& e, std::int64_t v) { return e.first < v; });
   }
 
+  // O(domains), almost always one: add() runs this once per event when a budget is set, so
+  // it must not walk the stored snapshots.
   std::size_t pinned_bytes_locked() const {
-    std::vector<const detail::ReclaimDomain*> domains;
     std::size_t total = 0;
-    for (const auto& e : entries_) {
-      const detail::ReclaimDomain* d = e.second.domain().get();
-      if (!d || std::find(domains.begin(), domains.end(), d) != domains.end()) continue;
-      domains.push_back(d);
-      total += d->retired_bytes();
-    }
+    for (const auto& [domain, count] : domains_) total += domain->retired_bytes();
     return total;
+  }
+
+  void track_domain_locked(const detail::ReclaimDomain* d, int delta) {
+    if (!d) return;
+    auto it = std::find_if(domains_.begin(), domains_.end(), [d](const auto& e) { return e.first == d; });
+    if (it == domains_.end()) {
+      domains_.emplace_back(d, 0);
+      it = std::prev(domains_.end());
+    }
+    it->second = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(it->second) + delta);
+    if (it->second == 0) domains_.erase(it);
+  }
+
+  // Removes the oldest entry and hands its snapshot to the caller, who decides where the
+  // unpin (which may free memory) happens.
+  Snapshot pop_oldest_locked() {
+    Snapshot gone = std::move(entries_.front().second);
+    entries_.pop_front();
+    track_domain_locked(gone.domain().get(), -1);
+    return gone;
   }
 
   // Eviction frees memory only when the evicted snapshot is unpinned, so each step drops
@@ -180,14 +195,15 @@ class BasicSnapshotRegistry {
   void enforce_budget_locked() {
     if (budget_ == 0) return;
     while (entries_.size() > 1 && pinned_bytes_locked() > budget_) {
-      { Snapshot gone = std::move(entries_.front().second); }
-      entries_.pop_front();
+      pop_oldest_locked();  // dropped here: the unpin frees what only it kept alive
       ++evicted_;
     }
   }
 
   mutable std::mutex mu_;
   std::deque<Entry> entries_;
+  // The reclaim domains of the stored snapshots, with how many entries each has.
+  std::vector<std::pair<const detail::ReclaimDomain*, std::size_t>> domains_;
   std::size_t budget_ = 0;
   std::size_t evicted_ = 0;
 };
