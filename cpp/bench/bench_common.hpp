@@ -101,25 +101,9 @@ inline double robust_mean(const std::vector<double>& batches) {
 }
 
 // Runs body(i) for i in [0, count) in timed batches of `batch` calls; ns per call, robust
-// to preemption (robust_mean over the batches).
-template <class Fn>
-inline double per_op_ns(std::size_t count, std::size_t batch, Fn&& body) {
-  std::vector<double> times;
-  times.reserve(count / batch + 1);
-  for (std::size_t begin = 0; begin < count; begin += batch) {
-    const std::size_t end = std::min(count, begin + batch);
-    const auto t0 = Clock::now();
-    for (std::size_t i = begin; i < end; ++i) body(i);
-    const auto t1 = Clock::now();
-    times.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) /
-                    static_cast<double>(end - begin));
-  }
-  return robust_mean(times);
-}
-
-// Like per_op_ns, with an untimed prepare(begin, end) before each batch: writes create their
-// items there, so an item is as fresh in cache as one the binding creates right before
-// put(), and Item::create is not charged to the tree.
+// to preemption (robust_mean over the batches). An untimed prepare(begin, end) runs before
+// each batch: writes create their items there, so an item is as fresh in cache as one the
+// binding creates right before put(), and Item::create is not charged to the tree.
 template <class Prepare, class Fn>
 inline double per_op_ns_prepared(std::size_t count, std::size_t batch, Prepare&& prepare, Fn&& body) {
   std::vector<double> times;
@@ -134,6 +118,12 @@ inline double per_op_ns_prepared(std::size_t count, std::size_t batch, Prepare&&
                     static_cast<double>(end - begin));
   }
   return robust_mean(times);
+}
+
+// per_op_ns_prepared with nothing to prepare.
+template <class Fn>
+inline double per_op_ns(std::size_t count, std::size_t batch, Fn&& body) {
+  return per_op_ns_prepared(count, batch, [](std::size_t, std::size_t) {}, std::forward<Fn>(body));
 }
 
 // Resident set size in bytes (second field of /proc/self/statm).
