@@ -275,8 +275,10 @@ TYPED_TEST(BTreeTest, ReplacingASeparatorItemRewritesThePath) {
     ASSERT_FALSE(tree.put(make_item(key, value, round)));
     model[key] = {value, round};
     ASSERT_NO_THROW(tree.check_invariants()) << "after replacing separator " << printable(key);
-    ASSERT_NE(tree.get(key), old.get());
-    EXPECT_EQ(tree.get(key)->value(), value);
+    const watchcache::Item* now = tree.get(key);
+    ASSERT_NE(now, nullptr);
+    ASSERT_NE(now, old.get());
+    EXPECT_EQ(now->value(), value);
     if (with_snapshot) {
       // The snapshot keeps the old item (and the tree's reference to it) alive.
       EXPECT_EQ(snap->get(key), old.get());

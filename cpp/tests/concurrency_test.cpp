@@ -308,7 +308,8 @@ TEST_F(ConcurrencyTest, ConcurrentPinsAndUnpinsOfOneVersion) {
         }
         const CSnap& s = copies[uniform<std::size_t>(rng, 0, copies.size() - 1)];
         const std::string k = key_of(uniform<std::size_t>(rng, 0, 1499));
-        if (s.get(k) == nullptr || s.get(k)->value() != "base") {
+        const watchcache::Item* found = s.get(k);
+        if (found == nullptr || found->value() != "base") {
           board.fail("a pinned version lost " + k);
           break;
         }

@@ -223,7 +223,11 @@ TEST_F(RegistryTest, PinnedBytesSumOverTheDomainsOfSeveralTrees) {
   EXPECT_EQ(reg.pinned_bytes(), a.domain()->retired_bytes() + b.domain()->retired_bytes());
   EXPECT_GT(a.domain()->retired_bytes(), 0u);
   EXPECT_GT(b.domain()->retired_bytes(), 0u);
-  for (const auto& u : reg.usage()) EXPECT_EQ(u.exclusive_bytes + u.shared_bytes, reg.get(u.resource_version)->nbytes());
+  for (const auto& u : reg.usage()) {
+    const auto stored = reg.get(u.resource_version);
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_EQ(u.exclusive_bytes + u.shared_bytes, stored->nbytes());
+  }
   reg.clear();
   EXPECT_EQ(a.domain()->retired_bytes() + b.domain()->retired_bytes(), 0u);
 }
