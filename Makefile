@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Python packages the tests, linters and benchmarks use (the build tools are in pyproject).
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
-	'pytest>=8' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
+	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0'
 BENCH_ARGS ?=
 

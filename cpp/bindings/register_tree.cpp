@@ -371,6 +371,25 @@ void register_tree(py::module_& m) {
           py::arg("key"), py::arg("value"), py::arg("mod_revision") = 0, py::arg("labels") = py::none(),
           py::arg("fields") = py::none())
       .def("put_item", [](Tree& t, const PyItem& item) { t.put(item.ref); }, py::arg("item"))
+      .def(
+          "swap_item",
+          [](Tree& t, const PyItem& item) -> py::object {
+            // The lookup warms the path the put then walks, so the second descent is cheap.
+            ItemRef previous = ItemRef::share(t.get(item.ref->key()));
+            t.put(item.ref);
+            if (!previous) return py::none();
+            return py::cast(PyItem{std::move(previous)});
+          },
+          py::arg("item"))
+      .def(
+          "pop_item",
+          [](Tree& t, py::handle key) -> py::object {
+            ItemRef previous = ItemRef::share(t.get(as_key(key)));
+            if (!previous) return py::none();
+            t.erase(as_key(key));
+            return py::cast(PyItem{std::move(previous)});
+          },
+          py::arg("key"))
       .def("put_many",
            [](Tree& t, py::handle entries) {
              // Convert (and so validate) everything first: a bad entry changes nothing.

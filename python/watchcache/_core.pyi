@@ -203,6 +203,10 @@ class Tree(_ReadView):
         fields: Mapping[str, str] | None = None,
     ) -> None: ...
     def put_item(self, item: Item) -> None: ...
+    def swap_item(self, item: Item) -> Item | None:
+        """Put ``item``; return the item it replaced (None if its key was new). O(log n)."""
+    def pop_item(self, key: str) -> Item | None:
+        """Remove ``key``; return the removed item (None if absent, nothing changes)."""
     @overload
     def put_many(self, entries: Iterable[Item]) -> None: ...
     @overload

@@ -1,0 +1,263 @@
+"""WatchCache scenario benchmarks: the issue-3 targets, each with a baseline from the same run.
+
+Each scenario times the WatchCache path end to end and, in the same process and run, the
+smallest thing it could possibly cost (its baseline), and reports both plus the ratio, so a
+number means something on this noisy shared machine:
+
+  list-page        ``await cache.list(limit=500, continue=<random position>)`` + render, on a
+                   100k-object cache with 1 KB objects (served from the snapshot the token
+                   names). Baseline: the native ``snapshot.scan(...).render(...)`` alone.
+  list-first-page  the same without a continue token (RV unset: a consistent read, which
+                   without a store is served from the newest state).
+  list-selector    full LIST of 300k x 1 KB objects with a label selector matching none
+                   (runs in a worker thread). Baseline: the native scan called directly.
+  apply            one MODIFIED event (tree + history + snapshot registry), 100k objects.
+                   Baseline: ``tree.swap_item`` + ``tree.snapshot()`` alone.
+  dispatch-1000    the same event with 1,000 idle watchers whose label selectors do not
+                   match; reported: extra time per event over ``apply`` = dispatch cost.
+
+Timing: each measurement is the median of ``--repeats`` rounds, a round being a loop of
+``ops`` operations divided by ``ops`` (asynchronous calls run inside one event loop, so no
+loop start-up is counted). Usage: ``python bench/cache_scenarios.py [--quick] [--json F]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from watchcache import Item, Tree
+from watchcache.cache import WatchCache
+from watchcache.event import Event, EventType
+from watchcache.options import ListOptions, WatchOptions
+from watchcache.tokens import encode_continue
+from workload import PREFIX, make_value, seed_from_env
+
+TARGETS_US = {
+    "list-page": 100.0,
+    "list-selector": 20_000.0,
+    "apply": 5.0,
+    "dispatch-1000": 1_000.0,
+}
+
+
+@dataclass
+class Result:
+    scenario: str
+    n: int
+    per_op_us: float
+    baseline_us: float
+    target_us: float | None
+
+    @property
+    def ratio(self) -> float:
+        return self.per_op_us / self.baseline_us if self.baseline_us else float("nan")
+
+
+def pods(n: int, value_bytes: int, seed: int) -> list[Item]:
+    rng = random.Random(f"{seed}:{n}")
+    namespaces = max(1, n // 100)
+    out = []
+    for i in range(n):
+        ns = i % namespaces
+        key = f"{PREFIX}ns-{ns:05d}/pod-{i:07d}"
+        labels = {"app": f"app-{rng.randrange(50)}", "tier": "backend"}
+        fields = {"metadata.name": f"pod-{i:07d}", "metadata.namespace": f"ns-{ns:05d}"}
+        out.append(Item(key, make_value(ns, i, i + 1, value_bytes), i + 1, labels, fields))
+    return out
+
+
+def timed(op: Callable[[], object], ops: int, repeats: int) -> float:
+    for _ in range(min(ops, 200)):
+        op()
+    rounds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(ops):
+            op()
+        rounds.append((time.perf_counter() - start) / ops)
+    return statistics.median(rounds) * 1e6
+
+
+async def timed_async(op: Callable[[], Awaitable[object]], ops: int, repeats: int) -> float:
+    for _ in range(min(ops, 50)):
+        await op()
+    rounds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(ops):
+            await op()
+        rounds.append((time.perf_counter() - start) / ops)
+    return statistics.median(rounds) * 1e6
+
+
+def loaded_cache(items: list[Item], **kwargs: object) -> WatchCache:
+    cache = WatchCache(PREFIX, resource="pods", kind="Pod", **kwargs)  # type: ignore[arg-type]
+    cache.replace(items, len(items) + 1)
+    return cache
+
+
+async def list_scenarios(n: int, repeats: int, seed: int) -> list[Result]:
+    items = pods(n, 1024, seed)
+    cache = loaded_cache(items)
+    rv = cache.resource_version
+    rng = random.Random(seed)
+    tokens = [
+        encode_continue(items[rng.randrange(n - 600)].key + "\x00", PREFIX[:-1], rv)
+        for _ in range(256)
+    ]
+    pages = [ListOptions(limit=500, continue_token=t) for t in tokens]
+    starts = [items[rng.randrange(n - 600)].key for _ in range(256)]
+    state = {"i": 0}
+
+    async def page() -> bytes:
+        state["i"] = (state["i"] + 1) % len(pages)
+        return cache.render(await cache.list(pages[state["i"]]))
+
+    first = ListOptions(limit=500)
+
+    async def first_page() -> bytes:
+        return cache.render(await cache.list(first))
+
+    _, snap = cache.snapshot()
+
+    def native_page() -> bytes:
+        state["i"] = (state["i"] + 1) % len(starts)
+        scan = snap.scan(PREFIX, start_at=starts[state["i"]], limit=500)
+        return scan.render("PodList", "v1", b'{"resourceVersion":"1"}')
+
+    check = json.loads(await page())
+    assert len(check["items"]) == 500 and check["metadata"]["continue"]
+    baseline = timed(native_page, 200, repeats)
+    return [
+        Result("list-page", n, await timed_async(page, 200, repeats), baseline, 100.0),
+        Result("list-first-page", n, await timed_async(first_page, 200, repeats), baseline, None),
+    ]
+
+
+async def selector_scenario(n: int, repeats: int, seed: int) -> Result:
+    cache = loaded_cache(pods(n, 1024, seed))
+    opts = ListOptions(label_selector="app=none")
+    selector = opts.selector()
+    _, snap = cache.snapshot()
+
+    async def full_list() -> object:
+        result = await cache.list(opts)
+        assert len(result.items) == 0
+        return result
+
+    def native() -> object:
+        return snap.scan(PREFIX, selector=selector)
+
+    baseline = timed(native, 3, repeats)
+    return Result("list-selector", n, await timed_async(full_list, 3, repeats), baseline, 20_000.0)
+
+
+def modify_events(items: list[Item], count: int, start_rv: int, seed: int) -> list[Event]:
+    """``count`` MODIFIED events of random objects, each naming the one before it: what the
+    reflector hands the cache (built up front, so only ``apply`` is timed)."""
+    rng = random.Random(seed)
+    current = {item.key: item for item in items}
+    events = []
+    for rv in range(start_rv + 1, start_rv + 1 + count):
+        previous = current[items[rng.randrange(len(items))].key]
+        item = Item(previous.key, previous.value, rv, previous.labels, previous.fields)
+        current[item.key] = item
+        events.append(Event(EventType.MODIFIED, item, previous, rv))
+    return events
+
+
+def applier(cache: WatchCache, events: list[Event]) -> Callable[[], None]:
+    feed = iter(events)
+    apply = cache.apply
+    return lambda: apply(next(feed))
+
+
+async def apply_scenarios(n: int, repeats: int, seed: int) -> list[Result]:
+    items = pods(n, 1024, seed)
+    ops = 5_000
+    needed = min(ops, 200) + ops * repeats
+    cache = loaded_cache(items)
+    events = modify_events(items, needed, cache.resource_version, seed)
+    apply_time = timed(applier(cache, events), ops, repeats)
+
+    ordered: list[Item] = sorted(items, key=lambda item: item.key)
+    tree = Tree.from_sorted(ordered)
+    feed = iter([event.object for event in events])
+
+    def raw() -> None:
+        tree.swap_item(next(feed))
+        tree.snapshot()
+
+    baseline = timed(raw, ops, repeats)
+    results = [Result("apply", n, apply_time, baseline, 5.0)]
+
+    watched = loaded_cache(items)
+    watchers = [
+        await watched.watch(WatchOptions(resource_version="0", label_selector=f"app=w{i}"))
+        for i in range(1000)
+    ]
+    dispatch_time = timed(applier(watched, events), ops, repeats)
+    assert watched.watcher_count == len(watchers)
+    results.append(
+        Result("dispatch-1000", n, max(dispatch_time - apply_time, 0.0), apply_time, 1_000.0)
+    )
+    for watcher in watchers:
+        watcher.close()
+    return results
+
+
+def report(results: list[Result]) -> str:
+    lines = [
+        "| scenario | objects | per op | baseline | ratio | target | met |",
+        "|---|---:|---:|---:|---:|---:|:-:|",
+    ]
+    for r in results:
+        target = f"≤ {r.target_us:,.0f} µs" if r.target_us else "-"
+        met = "" if r.target_us is None else ("yes" if r.per_op_us <= r.target_us else "no")
+        lines.append(
+            f"| {r.scenario} | {r.n:,} | {r.per_op_us:,.1f} µs | {r.baseline_us:,.1f} µs "
+            f"| {r.ratio:.2f}x | {target} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> list[Result]:
+    seed = seed_from_env()
+    small = 20_000 if args.quick else 100_000
+    large = 30_000 if args.quick else 300_000
+    results = await list_scenarios(small, args.repeats, seed)
+    results.append(await selector_scenario(large, args.repeats, seed))
+    results += await apply_scenarios(small, args.repeats, seed)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    results = asyncio.run(main_async(args))
+    print(report(results))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "argv": sys.argv,
+            "seed": seed_from_env(),
+            "results": [asdict(r) | {"ratio": r.ratio} for r in results],
+        }
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1018 @@
+"""WatchCache: one key prefix of etcd, kept in memory, served with Kubernetes semantics.
+
+Design note
+-----------
+Ownership. One writer — the asyncio task that calls :meth:`WatchCache.replace`,
+:meth:`~WatchCache.apply` and :meth:`~WatchCache.advance` (the reflector) — owns the live
+:class:`~watchcache._core.Tree`, the :class:`~watchcache.history.EventHistory` and the
+watcher set. Everything else reads immutable Snapshots. All methods must be called on the
+event loop's thread; native scans run in a worker thread when they are large (the GIL is
+released), so a 300k-object LIST does not stall the loop.
+
+State per applied event (rv strictly increasing)::
+
+    tree.swap_item / pop_item          O(log n), path copy after the last snapshot
+    registry.add(rv, tree.snapshot())  O(1): one snapshot per event, as Kubernetes clones
+    history.append(event)              O(1); if it evicted, snapshots below the oldest
+                                       buffered event are pruned with it
+    dispatch to watchers               O(watchers), one native selector test per watcher
+    wake reads waiting for rv          O(woken · log waiting)
+
+Invariants: ``resource_version`` (cacheRV) never decreases; the newest snapshot describes
+the state at cacheRV (progress notifications raise cacheRV without a new snapshot: nothing
+changed); every stored snapshot's rv lies in the history window (or is the list rv); a
+watcher receives every matching event with rv above its start exactly once, in order, or
+is terminated with :class:`~watchcache.errors.WatchTerminatedError` naming the rv to
+resume from — never blocks the writer.
+
+Event validation is strict because a silently accepted gap is a cache that lies: an rv at
+or below cacheRV, an ADDED for a key that exists, a MODIFIED or DELETED for one that does
+not, or a ``prev_object`` whose mod revision differs from the cached one all raise
+:class:`EventOrderError` and change nothing; the reflector answers with a relist. (etcd
+revisions are global, so jumps in rv between events of one prefix are normal.)
+
+LIST: :func:`watchcache.planner.plan_list` decides, :meth:`WatchCache.list` executes,
+including Kubernetes' fallbacks (a snapshot miss or a consistent read that timed out goes
+to the store). WATCH: :meth:`WatchCache.watch` returns a :class:`Watcher`; the start
+matrix of SEMANTICS.md §5.2 is in :meth:`Watcher._start`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from watchcache._core import Item, ScanResult, Selector, Snapshot, SnapshotRegistry, Tree
+from watchcache.errors import (
+    BadRequestError,
+    ExpiredError,
+    InternalError,
+    NotFoundError,
+    StatusError,
+    TooLargeResourceVersionError,
+    TooManyRequestsError,
+    WatchTerminatedError,
+)
+from watchcache.event import Event, EventType, bookmark_object, with_resource_version
+from watchcache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
+from watchcache.options import ListOptions, WatchOptions, parse_resource_version
+from watchcache.planner import (
+    BackingStore,
+    CacheState,
+    ListPlan,
+    ListResult,
+    Source,
+    StoreListRequest,
+    expired_continuation,
+    not_ready_goes_to_store,
+    plan_list,
+)
+from watchcache.tokens import ContinueToken, decode_continue, next_page_token, parse_continue
+
+#: Kubernetes' blockTimeout: how long a read waits for the cache to reach an rv.
+WAIT_TIMEOUT_SECONDS: Final = 3.0
+#: Kubernetes' bookmark frequency for watchers that allow bookmarks.
+BOOKMARK_INTERVAL_SECONDS: Final = 60.0
+#: A bookmark is sent this long before a watch's timeout closes it.
+BOOKMARK_BEFORE_DEADLINE_SECONDS: Final = 2.0
+#: Live events a watcher may have queued before it counts as too slow and is terminated.
+DEFAULT_WATCH_BUFFER: Final = 1024
+#: Scans expected to examine more items than this run in a worker thread.
+THREAD_SCAN_THRESHOLD: Final = 20_000
+#: Initial events are read from the snapshot this many at a time.
+_INITIAL_CHUNK: Final = 512
+#: The message Kubernetes sends when watch-list needs progress requests etcd cannot answer.
+WATCH_LIST_UNSUPPORTED: Final = (
+    "a watch stream was requested by the client but the required storage feature "
+    "RequestWatchProgress is disabled"
+)
+
+
+class EventOrderError(ValueError):
+    """An event the cache refused because it contradicts what the cache holds (see the
+    module note). ``resource_version`` is the cache's rv; nothing was changed."""
+
+    def __init__(self, message: str, resource_version: int) -> None:
+        super().__init__(message)
+        self.resource_version = resource_version
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One event as a watcher receives it. ``object`` is the JSON of the object
+    (for BOOKMARK the bookmark object); ``item`` the native object (None for BOOKMARK)."""
+
+    type: EventType
+    resource_version: int
+    object: bytes
+    item: Item | None = None
+    #: The bookmark that ends a watch's initial events (annotated ``k8s.io/initial-events-end``).
+    initial_events_end: bool = False
+
+    def to_json(self) -> bytes:
+        """The wire form, one line of a Kubernetes watch stream (without the newline)."""
+        return b'{"type":"' + self.type.encode() + b'","object":' + self.object + b"}"
+
+
+@dataclass(slots=True)
+class CacheStats:
+    """Counters for metrics (Kubernetes names in comments)."""
+
+    events_received: int = 0  # apiserver_watch_cache_events_received_total
+    events_dispatched: int = 0  # apiserver_watch_cache_events_dispatched_total
+    init_events: int = 0  # apiserver_init_events_total
+    terminated_watchers: int = 0  # apiserver_terminated_watchers_total
+    lists: dict[str, int] = field(default_factory=dict)  # per source
+    list_returned_objects: int = 0
+    consistent_reads: dict[tuple[bool, str], int] = field(default_factory=dict)
+    read_waits: list[float] = field(default_factory=list)  # seconds, reads that waited
+    initializations: int = 0
+
+    def record_wait(self, seconds: float) -> None:
+        if len(self.read_waits) >= 10_000:
+            del self.read_waits[:5_000]
+        self.read_waits.append(seconds)
+
+
+class WatchCache:
+    """An in-memory, snapshotting copy of one key prefix with Kubernetes LIST/WATCH.
+
+    ``prefix``: the etcd key prefix, ending in "/" (e.g. ``/registry/pods/``).
+    ``resource``/``kind``/``api_version``: names used in bodies and messages.
+    ``store``: the backing store for delegation and consistent reads (None: the cache is
+    the source of truth, see planner.py). ``ignore_limit_for_rv0``: Kubernetes'
+    compatibility switch (its cache ignores ``limit`` with ``resourceVersion=0``).
+    ``skip_consistent_fallback``: a consistent read that times out gets 429 instead of
+    going to the store (Kubernetes' ``ConsistentListFromCacheSkipTimeoutFallback``).
+
+    The cache is not ready until the first :meth:`replace`; reads before that get 429.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        resource: str = "",
+        group: str = "",
+        kind: str = "Object",
+        api_version: str = "v1",
+        store: BackingStore | None = None,
+        window_seconds: float = DEFAULT_WINDOW_SECONDS,
+        history_lower_bound: int = LOWER_BOUND_CAPACITY,
+        history_upper_bound: int | None = None,
+        snapshots: bool = True,
+        snapshot_budget_bytes: int = 0,
+        watch_buffer: int = DEFAULT_WATCH_BUFFER,
+        wait_timeout: float = WAIT_TIMEOUT_SECONDS,
+        bookmark_interval: float = BOOKMARK_INTERVAL_SECONDS,
+        ignore_limit_for_rv0: bool = False,
+        skip_consistent_fallback: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not prefix.startswith("/") or not prefix.endswith("/"):
+            raise ValueError(f"prefix must start and end with '/': {prefix!r}")
+        if watch_buffer < 1:
+            raise ValueError("watch_buffer must be at least 1")
+        if wait_timeout <= 0 or bookmark_interval <= 0:
+            raise ValueError("wait_timeout and bookmark_interval must be positive")
+        self.prefix = prefix
+        self.resource = resource or prefix.rstrip("/").rsplit("/", 1)[-1]
+        self.group = group
+        self.kind = kind
+        self.list_kind = kind + "List"
+        self.api_version = api_version
+        self.store = store
+        self.snapshots_enabled = snapshots
+        self.ignore_limit_for_rv0 = ignore_limit_for_rv0
+        self.skip_consistent_fallback = skip_consistent_fallback
+        self.wait_timeout = wait_timeout
+        self.bookmark_interval = bookmark_interval
+        self.watch_buffer = watch_buffer
+        self.stats = CacheStats()
+        self._clock = clock
+        self._tree = Tree()
+        self._registry = SnapshotRegistry(snapshot_budget_bytes)
+        self._history = EventHistory(
+            window_seconds,
+            lower_bound=history_lower_bound,
+            upper_bound=history_upper_bound,
+            clock=clock,
+        )
+        self._latest: Snapshot = self._tree.snapshot()
+        self._rv = 0
+        self._ready = False
+        self._stopped = False
+        self._ready_changed_at = clock()
+        self._last_error = ""
+        self._watchers: dict[int, Watcher] = {}
+        self._watcher_ids = itertools.count()
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiter_seq = itertools.count()
+        self._waiting = 0
+        self._wait_listeners: list[Callable[[int], None]] = []
+
+    # -----------------------------------------------------------------------------------
+    # Introspection
+
+    @property
+    def resource_version(self) -> int:
+        """cacheRV: the newest rv seen (events and progress notifications); 0 before ready."""
+        return self._rv
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    @property
+    def oldest_rv(self) -> int:
+        """The smallest rv a watch may start from; watches below it get 410."""
+        return self._history.oldest_watchable
+
+    def can_serve_watch(self, resource_version: int) -> bool:
+        """Would a watch from this rv start (rather than get 410)? O(1)."""
+        return self._ready and self._history.can_serve(resource_version)
+
+    def can_serve_exact(self, resource_version: int) -> bool:
+        """Can an exact LIST (or a continuation) at this rv be served from a snapshot now?"""
+        return (
+            self._ready
+            and self.snapshots_enabled
+            and 0 < resource_version <= self._rv
+            and self._registry.floor(resource_version) is not None
+        )
+
+    def __len__(self) -> int:
+        return len(self._tree)
+
+    @property
+    def registry(self) -> SnapshotRegistry:
+        """The rv → Snapshot registry (read-only use: memory reports, tests)."""
+        return self._registry
+
+    @property
+    def history(self) -> EventHistory:
+        return self._history
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._watchers)
+
+    @property
+    def waiting_reads(self) -> int:
+        """Reads currently waiting for the cache to reach an rv."""
+        return self._waiting
+
+    def snapshot(self) -> tuple[int, Snapshot]:
+        """The newest state and cacheRV. O(1)."""
+        return self._rv, self._latest
+
+    def add_wait_listener(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(n)`` whenever the number of waiting reads changes (the progress
+        requester starts on 0 → 1 and stops at 0)."""
+        self._wait_listeners.append(listener)
+
+    # -----------------------------------------------------------------------------------
+    # The writer side
+
+    def replace(self, items: Iterable[Item], resource_version: int) -> None:
+        """(Re)initialise from a full LIST at ``resource_version``: the cache holds exactly
+        ``items``, snapshots and history restart there, every watcher is terminated (its
+        client re-watches and, being older than the list, gets 410). Marks the cache ready.
+        Raises ValueError for a non-positive rv, duplicate keys or keys outside the prefix.
+        O(n log n)."""
+        if resource_version <= 0:
+            raise ValueError(f"list resourceVersion must be > 0, got {resource_version}")
+        entries = sorted(items, key=lambda item: item.key)
+        for item in entries:
+            if not item.key.startswith(self.prefix):
+                raise ValueError(f"key {item.key!r} is outside the prefix {self.prefix!r}")
+        tree = Tree.from_sorted(entries)
+        self._tree = tree
+        self._registry.clear()
+        self._latest = tree.snapshot()
+        if self.snapshots_enabled:
+            self._registry.add(resource_version, self._latest)
+        self._history.reset(resource_version)
+        self._rv = resource_version
+        self._terminate_all("the cache was relisted")
+        self._set_ready(True)
+        self.stats.initializations += 1
+        self._wake_waiters()
+
+    def apply(self, event: Event) -> None:
+        """Apply one change (see the module note for the checks; EventOrderError changes
+        nothing). O(log n + watchers)."""
+        if not self._ready:
+            raise EventOrderError("the cache has not been listed yet", self._rv)
+        rv = event.resource_version
+        if rv <= self._rv:
+            raise EventOrderError(
+                f"event resourceVersion {rv} is not above the cache's {self._rv} "
+                f"({event.type} {event.key!r})",
+                self._rv,
+            )
+        key = event.key
+        if not key.startswith(self.prefix):
+            raise EventOrderError(f"key {key!r} is outside the prefix {self.prefix!r}", self._rv)
+        tree = self._tree
+        if event.type is EventType.DELETED:
+            previous = tree.pop_item(key)
+            if previous is None:
+                raise EventOrderError(f"DELETED {key!r} at {rv}: not in the cache", self._rv)
+        else:
+            previous = tree.swap_item(event.object)
+            if (previous is None) != (event.type is EventType.ADDED):
+                self._undo(key, previous)
+                state = "already in" if previous is not None else "not in"
+                raise EventOrderError(f"{event.type} {key!r} at {rv}: {state} the cache", self._rv)
+        expected = event.prev_object
+        if expected is not None and previous is not None:
+            if expected.mod_revision != previous.mod_revision:
+                self._undo(key, previous)
+                raise EventOrderError(
+                    f"{event.type} {key!r} at {rv}: previous revision {expected.mod_revision} "
+                    f"but the cache has {previous.mod_revision} (an event was missed)",
+                    self._rv,
+                )
+        elif expected is None and previous is not None:
+            # Watchers replaying history need the previous state to judge selector changes.
+            event = Event(event.type, event.object, previous, rv, event.record_time)
+        self._latest = tree.snapshot()
+        if self.snapshots_enabled:
+            self._registry.add(rv, self._latest)
+        if self._history.append(event):
+            oldest = self._history.oldest_event_resource_version
+            if oldest is not None:
+                self._registry.prune_below(oldest)
+        self._rv = rv
+        self.stats.events_received += 1
+        if self._watchers:
+            self._dispatch(event, previous)
+        if self._waiters:
+            self._wake_waiters()
+
+    def _undo(self, key: str, previous: Item | None) -> None:
+        if previous is None:
+            self._tree.erase(key)
+        else:
+            self._tree.put_item(previous)
+
+    def advance(self, resource_version: int) -> None:
+        """A progress notification: everything up to ``resource_version`` has been
+        delivered. Raises cacheRV (a lower value is ignored: etcd may answer a progress
+        request below the watch's start, etcd#20221). No snapshot: nothing changed."""
+        if resource_version > self._rv and self._ready:
+            self._rv = resource_version
+            if self._waiters:
+                self._wake_waiters()
+
+    def mark_not_ready(self, error: str = "") -> None:
+        """The reflector lost its watch and will relist; reads get 429 until then."""
+        self._last_error = error
+        self._set_ready(False)
+
+    def stop(self) -> None:
+        """Terminal: reads get 429 ``apiserver cacher is stopped``; watchers end."""
+        self._stopped = True
+        self._set_ready(False)
+        self._terminate_all("the cache was stopped")
+
+    def _set_ready(self, ready: bool) -> None:
+        if ready != self._ready:
+            self._ready = ready
+            self._ready_changed_at = self._clock()
+
+    def _check_ready(self) -> None:
+        if self._stopped:
+            raise TooManyRequestsError.retry_after("apiserver cacher is stopped", 1)
+        if not self._ready:
+            raise TooManyRequestsError.not_ready(
+                self._clock() - self._ready_changed_at, self._last_error
+            )
+
+    # -----------------------------------------------------------------------------------
+    # Waiting for freshness
+
+    async def wait_for_rv(self, resource_version: int, timeout: float | None = None) -> float:
+        """Wait until cacheRV >= ``resource_version``; returns the seconds waited (0.0 when
+        already there, without yielding). After ``timeout`` (default: the cache's
+        ``wait_timeout``, 3 s) raises TooLargeResourceVersionError (504, Retry-After 1).
+        Request cancellation is honoured (unlike Kubernetes, whose wait ignores it)."""
+        if resource_version <= self._rv:
+            return 0.0
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        heapq.heappush(self._waiters, (resource_version, next(self._waiter_seq), future))
+        start = self._clock()
+        self._waiting_changed(+1)
+        try:
+            await asyncio.wait_for(future, self.wait_timeout if timeout is None else timeout)
+        except TimeoutError:
+            raise TooLargeResourceVersionError(
+                minimum=resource_version, current=self._rv, retry_after_seconds=1
+            ) from None
+        finally:
+            self._waiting_changed(-1)
+            waited = self._clock() - start
+            self.stats.record_wait(waited)
+        return waited
+
+    def _waiting_changed(self, delta: int) -> None:
+        self._waiting += delta
+        for listener in self._wait_listeners:
+            listener(self._waiting)
+
+    def _wake_waiters(self) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self._rv:
+            future = heapq.heappop(waiters)[2]
+            if not future.done():
+                future.set_result(None)
+
+    # -----------------------------------------------------------------------------------
+    # LIST
+
+    def request_prefix(self, prefix: str | None) -> str:
+        """Validate a request's key prefix (a namespace, say ``/registry/pods/ns/``): inside
+        the cache's prefix, no empty, ``.`` or ``..`` segments; a trailing "/" is added.
+        Raises BadRequestError."""
+        if prefix is None or prefix == self.prefix:
+            return self.prefix
+        if not prefix.endswith("/"):
+            prefix += "/"
+        if not prefix.startswith(self.prefix):
+            raise BadRequestError(f'invalid key: "{prefix}" lacks resource prefix: "{self.prefix}"')
+        for segment in prefix[len(self.prefix) : -1].split("/"):
+            if segment in ("", ".", ".."):
+                raise BadRequestError(f'invalid key: "{prefix}"')
+        return prefix
+
+    def _state(self) -> CacheState:
+        store = self.store
+        return CacheState(
+            resource_version=self._rv,
+            ready=self._ready,
+            has_store=store is not None,
+            consistent_reads_supported=store is not None and store.consistent_reads_supported,
+            snapshots_enabled=self.snapshots_enabled,
+            has_snapshot_at_or_below=lambda rv: self._registry.floor(rv) is not None,
+            ignore_limit_for_rv0=self.ignore_limit_for_rv0,
+        )
+
+    async def list(self, opts: ListOptions, *, prefix: str | None = None) -> ListResult:
+        """Serve a LIST exactly as Kubernetes' cache (+ store) would: see planner.py.
+
+        ``prefix``: the request's key prefix (default: the whole cache). The result holds
+        the page's items, the list rv, the continue token and remainingItemCount;
+        ``result.render(...)`` (or :meth:`render`) gives the JSON body. Raises StatusError:
+        400 (bad continue token or prefix), 410, 429, 504. Cost: O(log n + page) for a
+        page; a full scan of a large prefix runs in a worker thread.
+        """
+        key_prefix = self.request_prefix(prefix)
+        token_prefix = key_prefix[:-1]
+        token: ContinueToken | None = None
+        start_key: str | None = None
+        if opts.continue_token:
+            token = parse_continue(opts.continue_token)
+            start_key, _ = decode_continue(opts.continue_token, key_prefix)
+        state = self._state()
+        plan = plan_list(opts, token, start_key, recursive=True, state=state)
+        if plan.not_ready:
+            if not_ready_goes_to_store(opts, state):
+                return await self._list_store(plan, opts, key_prefix, token_prefix)
+            self._check_ready()
+        if plan.source is Source.STORE:
+            return await self._list_store(plan, opts, key_prefix, token_prefix)
+        if plan.source is Source.EXPIRED:
+            raise self._expired(plan, opts, token_prefix)
+        try:
+            result = await self._list_cached(plan, opts, key_prefix, token_prefix)
+        except ExpiredError:
+            # A snapshot pruned between planning and reading.
+            if self.store is not None and self.snapshots_enabled:
+                return await self._list_store(plan, opts, key_prefix, token_prefix)
+            raise self._expired(plan, opts, token_prefix) from None
+        except TooLargeResourceVersionError as err:
+            if not plan.consistent:
+                raise
+            if self.skip_consistent_fallback:
+                self._count_consistent(False, "skipped")
+                raise TooManyRequestsError.retry_after(err.message, 1) from None
+            try:
+                result = await self._list_store(plan, opts, key_prefix, token_prefix)
+            except StatusError:
+                self._count_consistent(False, "true")
+                raise
+            result.fallback = "true"
+            self._count_consistent(True, "true")
+            return result
+        if plan.consistent:
+            result.fallback = "false"
+            self._count_consistent(True, "false")
+        return result
+
+    def render(self, result: ListResult) -> bytes:
+        """The LIST body for this cache's kind: ``{"kind":"<Kind>List",...}``."""
+        return result.render(self.list_kind, self.api_version)
+
+    def _count_consistent(self, success: bool, fallback: str) -> None:
+        key = (success, fallback)
+        self.stats.consistent_reads[key] = self.stats.consistent_reads.get(key, 0) + 1
+
+    def _expired(self, plan: ListPlan, opts: ListOptions, token_prefix: str) -> ExpiredError:
+        """Without a store, what a compacted store would answer: the inconsistent-continue
+        410 for a continuation, ``too old resource version`` for an exact read."""
+        if plan.start_key is not None:
+            return expired_continuation(plan.start_key, token_prefix)
+        oldest = self._registry.oldest()
+        requested = plan.exact if plan.exact is not None else opts.parsed_resource_version
+        return ExpiredError.too_old_resource_version(
+            requested, oldest[0] if oldest is not None else None
+        )
+
+    async def _list_cached(
+        self, plan: ListPlan, opts: ListOptions, key_prefix: str, token_prefix: str
+    ) -> ListResult:
+        waited = 0.0
+        if plan.consistent:
+            assert self.store is not None
+            waited = await self.wait_for_rv(await self.store.current_resource_version())
+        elif plan.wait_for:
+            waited = await self.wait_for_rv(plan.wait_for)
+        self._check_ready()
+        if plan.exact is not None:
+            found = self._registry.floor(plan.exact) if self.snapshots_enabled else None
+            if found is None:
+                raise ExpiredError.too_old_resource_version(plan.exact)
+            snap, rv = found[1], plan.exact
+        else:
+            snap, rv = self._latest, self._rv
+        selector = opts.selector()
+        scan = await self._scan(snap, key_prefix, plan.start_key, plan.limit, selector)
+        token = ""
+        remaining: int | None = None
+        if scan.next_key is not None and scan.last_key is not None:
+            token = next_page_token(scan.last_key, token_prefix, rv)
+            if selector is None:
+                remaining = scan.remaining
+        self.stats.lists[plan.source] = self.stats.lists.get(plan.source, 0) + 1
+        self.stats.list_returned_objects += len(scan)
+        return ListResult(scan, rv, token, remaining, plan.source, waited, plan.row)
+
+    async def _scan(
+        self,
+        snap: Snapshot,
+        key_prefix: str,
+        start_key: str | None,
+        limit: int,
+        selector: Selector | None,
+    ) -> ScanResult:
+        def run() -> ScanResult:
+            return snap.scan(key_prefix, start_at=start_key, limit=limit, selector=selector)
+
+        # An unfiltered page reads O(limit) items; otherwise the prefix size bounds the work.
+        if (limit and selector is None) or snap.count_prefix(key_prefix) <= THREAD_SCAN_THRESHOLD:
+            return run()
+        return await asyncio.to_thread(run)
+
+    async def _list_store(
+        self, plan: ListPlan, opts: ListOptions, key_prefix: str, token_prefix: str
+    ) -> ListResult:
+        store = self.store
+        if store is None:
+            raise self._expired(plan, opts, token_prefix)
+        # The revision the store reads at (SEMANTICS.md §6.2): pinned for continuations,
+        # Exact and legacy exact (RV + limit); latest, at least RV, otherwise.
+        rv = opts.parsed_resource_version
+        if opts.continue_token:
+            token_rv = parse_continue(opts.continue_token).resource_version
+            revision, minimum = max(token_rv, 0), 0
+        elif opts.resource_version_match == "Exact" or (
+            opts.resource_version_match == "" and rv > 0 and opts.page_size > 0
+        ):
+            revision, minimum = rv, 0
+        else:
+            revision, minimum = 0, rv
+        request = StoreListRequest(
+            key_prefix=key_prefix,
+            token_prefix=token_prefix,
+            start_key=plan.start_key,
+            revision=revision,
+            minimum=minimum,
+            limit=opts.page_size,
+            selector=opts.selector(),
+            continued=bool(opts.continue_token),
+            options=opts,
+        )
+        result = await store.list(request)
+        result.row = plan.row
+        self.stats.lists[Source.STORE] = self.stats.lists.get(Source.STORE, 0) + 1
+        return result
+
+    # -----------------------------------------------------------------------------------
+    # GET
+
+    async def get(self, key: str, resource_version: str = "") -> Item:
+        """One object by its full key. ``resource_version`` "" is a consistent read (with a
+        store: wait for its current rv; Kubernetes reads etcd instead — same answer, no
+        etcd read of the object), "0" any, N: at least N (504 after the wait timeout).
+        Raises NotFoundError (404), BadRequestError, TooManyRequestsError."""
+        if not key.startswith(self.prefix) or key.endswith("/"):
+            raise BadRequestError(f'invalid key: "{key}" lacks resource prefix: "{self.prefix}"')
+        self._check_ready()
+        rv = parse_resource_version(resource_version)
+        if resource_version == "" and self.store is not None:
+            await self.wait_for_rv(await self.store.current_resource_version())
+        elif rv:
+            await self.wait_for_rv(rv)
+        item = self._latest.get_item(key)
+        if item is None:
+            name = key.rsplit("/", 1)[-1]
+            raise NotFoundError.for_object(self.resource, name, self.group)
+        return item
+
+    # -----------------------------------------------------------------------------------
+    # WATCH
+
+    def watch(self, opts: WatchOptions, *, prefix: str | None = None) -> Watcher:
+        """A watch over ``prefix`` (default: the whole cache). Use as ``async for event in
+        cache.watch(opts)`` or ``watcher = await cache.watch(opts)`` to start it (and see
+        start errors) before iterating. Start errors: 429 not ready (Kubernetes answers
+        this one directly), 410 too old, 504 too large RV for sendInitialEvents, 500 for
+        watch-list without progress requests; Kubernetes sends all but the 429 as one ERROR
+        event (``err.watch_event()``). Close with ``await watcher.aclose()`` or
+        ``async with``."""
+        return Watcher(self, opts, self.request_prefix(prefix))
+
+    def _register(self, watcher: Watcher) -> int:
+        watcher_id = next(self._watcher_ids)
+        self._watchers[watcher_id] = watcher
+        return watcher_id
+
+    def _unregister(self, watcher_id: int) -> None:
+        self._watchers.pop(watcher_id, None)
+
+    def _terminate_all(self, reason: str) -> None:
+        watchers = list(self._watchers.values())
+        self._watchers.clear()
+        for watcher in watchers:
+            watcher._terminate(reason)
+
+    def _dispatch(self, event: Event, previous: Item | None) -> None:
+        conversions = _Conversions(event, previous)
+        overflowed: list[Watcher] = []
+        for watcher in self._watchers.values():
+            if not watcher._offer(event, conversions):
+                overflowed.append(watcher)
+        for watcher in overflowed:
+            self._unregister(watcher._id)
+            self.stats.terminated_watchers += 1
+            watcher._terminate(f"it fell {self.watch_buffer} events behind")
+        self.stats.events_dispatched += 1
+
+
+class _Conversions:
+    """The WatchEvents one cache event can become, built once and shared by all watchers:
+    as sent (ADDED/MODIFIED/DELETED), as ADDED (the object entered a watcher's selector),
+    as MODIFIED, and as DELETED of the previous object re-stamped at the event's rv (the
+    object left the watcher's selector)."""
+
+    __slots__ = ("_added", "_deleted", "_modified", "_native", "event", "key", "new", "old")
+
+    def __init__(self, event: Event, previous: Item | None) -> None:
+        self.event = event
+        self.key = event.key
+        self.new: Item | None = None if event.type is EventType.DELETED else event.object
+        self.old = previous
+        self._native: WatchEvent | None = None
+        self._added: WatchEvent | None = None
+        self._modified: WatchEvent | None = None
+        self._deleted: WatchEvent | None = None
+
+    def native(self) -> WatchEvent:
+        if self._native is None:
+            event = self.event
+            self._native = WatchEvent(
+                event.type, event.resource_version, event.object.value, event.object
+            )
+        return self._native
+
+    def added(self) -> WatchEvent:
+        if self.event.type is EventType.ADDED:
+            return self.native()
+        if self._added is None:
+            native = self.native()
+            self._added = WatchEvent(
+                EventType.ADDED, native.resource_version, native.object, native.item
+            )
+        return self._added
+
+    def modified(self) -> WatchEvent:
+        if self.event.type is EventType.MODIFIED:
+            return self.native()
+        if self._modified is None:
+            native = self.native()
+            self._modified = WatchEvent(
+                EventType.MODIFIED, native.resource_version, native.object, native.item
+            )
+        return self._modified
+
+    def deleted(self) -> WatchEvent:
+        if self.event.type is EventType.DELETED:
+            return self.native()
+        if self._deleted is None:
+            assert self.old is not None
+            rv = self.event.resource_version
+            try:
+                item = with_resource_version(self.old, rv)
+            except ValueError:
+                item = self.old  # not JSON: deliver it as stored rather than drop the event
+            self._deleted = WatchEvent(EventType.DELETED, rv, item.value, item)
+        return self._deleted
+
+
+class Watcher:
+    """One watch: an async iterator of :class:`WatchEvent`.
+
+    Delivery: initial events (ADDED, key order, read lazily from a snapshot), then the
+    initial-events-end BOOKMARK (watch-list), then buffered history after the start rv,
+    then live events, each matching the watcher's prefix and selectors, rv strictly
+    increasing. Bookmarks (``allowWatchBookmarks``) come when the watcher is idle, every
+    ``bookmark_interval`` and once ``2 s`` before ``timeoutSeconds`` ends the watch, and
+    only if the cache has moved past what the watcher already has.
+
+    Ends with StopAsyncIteration at the timeout or after :meth:`aclose`; raises
+    :class:`WatchTerminatedError` (after delivering everything queued) when the cache
+    terminated it, StatusError when it cannot start. Not thread-safe: one consumer task.
+    """
+
+    def __init__(self, cache: WatchCache, opts: WatchOptions, key_prefix: str) -> None:
+        self._cache = cache
+        self.options = opts
+        self.key_prefix = key_prefix
+        self._selector = opts.selector()
+        self._queue: deque[WatchEvent] = deque()
+        self._limit = cache.watch_buffer
+        self._waiter: asyncio.Future[None] | None = None
+        self._id = -1
+        self._started = False
+        self._closed = False
+        self._terminated: str | None = None
+        #: Events with rv <= floor are not delivered live (they are in the initial state
+        #: or the history backlog, or before the requested start).
+        self._floor = 0
+        self._sent_rv = 0
+        self._initial: Snapshot | None = None
+        self._initial_done = False
+        self._initial_after: str | None = None
+        self._initial_chunk: deque[Item] = deque()
+        self._initial_rv = 0
+        self._end_bookmark = False
+        self._backlog: Iterator[Event] | None = None
+        self._bookmarks = opts.allow_watch_bookmarks
+        now = cache._clock()
+        self._deadline = now + opts.timeout_seconds if opts.timeout_seconds else None
+        self._next_bookmark: float | None = None
+        self.last_resource_version = 0
+
+    # Awaiting a watcher starts it, so start errors surface before the first event.
+    def __await__(self) -> Generator[Any, None, Watcher]:
+        return self._await_started().__await__()
+
+    async def _await_started(self) -> Watcher:
+        await self.start()
+        return self
+
+    def __aiter__(self) -> AsyncIterator[WatchEvent]:
+        return self
+
+    async def __aenter__(self) -> Watcher:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop watching; idempotent."""
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._cache._unregister(self._id)
+        self._queue.clear()
+        self._initial = None
+        self._backlog = None
+        self._wake()
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    async def start(self) -> None:
+        """Run the start matrix (SEMANTICS.md §5.2) and register; idempotent."""
+        if self._started:
+            return
+        if self._closed:
+            raise WatchTerminatedError("the watcher was closed", self.last_resource_version)
+        cache = self._cache
+        opts = self.options
+        cache._check_ready()
+        store = cache.store
+        sie = opts.send_initial_events
+        rv = opts.parsed_resource_version
+        watch_list = sie and opts.allow_watch_bookmarks
+        if watch_list and store is not None and not store.consistent_reads_supported:
+            raise InternalError.wrap(WATCH_LIST_UNSUPPORTED)
+        start_at = 0
+        if sie:
+            if opts.resource_version == "":
+                target = await store.current_resource_version() if store else cache._rv
+                await cache.wait_for_rv(target)
+            elif rv > 0:
+                await cache.wait_for_rv(rv)
+        elif sie is False and opts.resource_version == "" and store is not None:
+            start_at = await store.current_resource_version()
+        cache._check_ready()
+        if self._closed:
+            raise WatchTerminatedError("the watcher was closed", 0)
+        # From here to registration nothing awaits: the state read and the registration
+        # see the same cacheRV, so no event is missed or repeated.
+        cache_rv = cache._rv
+        if sie or (sie is None and rv == 0):
+            self._initial = cache._latest
+            self._initial_rv = cache_rv
+            self._end_bookmark = bool(sie) and opts.allow_watch_bookmarks
+            self._floor = cache_rv
+            self._sent_rv = cache_rv
+        elif rv == 0:
+            self._floor = max(start_at, cache_rv)
+            self._sent_rv = self._floor
+        else:
+            backlog = cache._history.events_after(rv)  # raises 410 when too old
+            if backlog:
+                self._backlog = iter(backlog)
+            self._floor = max(rv, cache_rv)
+            self._sent_rv = rv
+        self._id = cache._register(self)
+        self._started = True
+        self._schedule_bookmark(cache._clock())
+
+    def _schedule_bookmark(self, now: float) -> None:
+        if not self._bookmarks:
+            return
+        due = now + self._cache.bookmark_interval
+        if self._deadline is not None:
+            due = min(due, self._deadline - BOOKMARK_BEFORE_DEADLINE_SECONDS)
+        self._next_bookmark = due if due > now else None
+
+    async def __anext__(self) -> WatchEvent:
+        if not self._started:
+            await self.start()
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._initial is not None:
+                event = self._next_initial()
+                if event is not None:
+                    return event
+                continue
+            if self._backlog is not None:
+                for change in self._backlog:
+                    converted = self._convert(change, change.prev_object)
+                    if converted is not None:
+                        return self._sent(converted)
+                self._backlog = None
+            if self._queue:
+                return self._sent(self._queue.popleft())
+            if self._terminated is not None:
+                self._closed = True
+                raise WatchTerminatedError(self._terminated, self.last_resource_version)
+            now = self._cache._clock()
+            if self._deadline is not None and now >= self._deadline:
+                self.close()
+                raise StopAsyncIteration
+            if self._next_bookmark is not None and now >= self._next_bookmark:
+                self._schedule_bookmark(now)
+                cache_rv = self._cache._rv
+                if cache_rv > self._sent_rv:
+                    return self._sent(self._bookmark(cache_rv, initial_end=False))
+                continue
+            await self._idle(now)
+
+    async def _idle(self, now: float) -> None:
+        wake_at = self._deadline
+        if self._next_bookmark is not None:
+            wake_at = self._next_bookmark if wake_at is None else min(wake_at, self._next_bookmark)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._waiter = future
+        handle = None
+        if wake_at is not None:
+            handle = loop.call_later(max(wake_at - now, 0.0), self._wake)
+        try:
+            await future
+        finally:
+            self._waiter = None
+            if handle is not None:
+                handle.cancel()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _sent(self, event: WatchEvent) -> WatchEvent:
+        rv = event.resource_version
+        self._sent_rv = max(self._sent_rv, rv)
+        self.last_resource_version = max(self.last_resource_version, rv)
+        return event
+
+    def _bookmark(self, rv: int, *, initial_end: bool) -> WatchEvent:
+        cache = self._cache
+        body = bookmark_object(cache.kind, cache.api_version, rv, initial_end=initial_end)
+        return WatchEvent(EventType.BOOKMARK, rv, body, None, initial_end)
+
+    def _next_initial(self) -> WatchEvent | None:
+        """The next ADDED of the initial state (read a chunk at a time, so a huge state
+        costs no memory up front), or at its end the end bookmark / None."""
+        chunk = self._initial_chunk
+        if not chunk:
+            snap = self._initial
+            if self._initial_done or snap is None:
+                return self._finish_initial()
+            scan = snap.scan(
+                self.key_prefix,
+                start_after=self._initial_after,
+                limit=_INITIAL_CHUNK,
+                selector=self._selector,
+            )
+            chunk.extend(scan)
+            if scan.next_key is None:
+                self._initial_done = True
+            else:
+                self._initial_after = scan.last_key
+            if not chunk:
+                return self._finish_initial()
+        item = chunk.popleft()
+        self._cache.stats.init_events += 1
+        # Initial objects carry their own (unordered) rvs; the resume point is the state's rv.
+        return WatchEvent(EventType.ADDED, item.mod_revision, item.value, item)
+
+    def _finish_initial(self) -> WatchEvent | None:
+        self._initial = None
+        self.last_resource_version = max(self.last_resource_version, self._initial_rv)
+        if self._end_bookmark:
+            self._end_bookmark = False
+            return self._bookmark(self._initial_rv, initial_end=True)
+        return None
+
+    def _convert(self, event: Event, previous: Item | None) -> WatchEvent | None:
+        return _convert_for(self, _Conversions(event, previous))
+
+    def _offer(self, event: Event, conversions: _Conversions) -> bool:
+        """Queue the event if it concerns this watcher; False when the buffer is full."""
+        if event.resource_version <= self._floor or self._closed:
+            return True
+        converted = _convert_for(self, conversions)
+        if converted is None:
+            return True
+        if len(self._queue) >= self._limit:
+            return False
+        self._queue.append(converted)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        return True
+
+    def _terminate(self, reason: str) -> None:
+        if self._closed or self._terminated is not None:
+            return
+        self._terminated = reason
+        self._wake()
+
+
+def _convert_for(watcher: Watcher, conv: _Conversions) -> WatchEvent | None:
+    """How one event looks to one watcher (SEMANTICS.md §5.5): by prefix, then selector
+    on the new and the previous object."""
+    if not conv.key.startswith(watcher.key_prefix):
+        return None
+    selector = watcher._selector
+    if selector is None:
+        return conv.native()
+    new, old = conv.new, conv.old
+    new_passes = new is not None and selector.matches_item(new)
+    old_passes = old is not None and selector.matches_item(old)
+    if new_passes:
+        return conv.modified() if old_passes else conv.added()
+    if old_passes:
+        return conv.deleted()
+    return None
