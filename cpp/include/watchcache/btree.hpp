@@ -612,10 +612,16 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
   while (w.valid() && in_range(w)) {
     if constexpr (kFiltered) {
       // A selector reads every item: ask for all of this leaf's items at once so their
-      // misses overlap rather than arriving one per item.
+      // misses overlap rather than arriving one per item. The key, labels and fields of an
+      // item come before its value (item.hpp), in its first lines.
       if (w.leaf() != fetched_leaf) {
         fetched_leaf = w.leaf();
-        for (unsigned j = w.slot(); j < fetched_leaf->n; ++j) __builtin_prefetch(fetched_leaf->keys[j]);
+        for (unsigned j = w.slot(); j < fetched_leaf->n; ++j) {
+          const char* head = reinterpret_cast<const char*>(fetched_leaf->keys[j]);
+          __builtin_prefetch(head);
+          __builtin_prefetch(head + 64);
+          __builtin_prefetch(head + 128);
+        }
       }
     }
     const Item* it = w.item();

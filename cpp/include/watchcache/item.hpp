@@ -3,11 +3,14 @@
 // Layout: a single allocation holds the header, a table of label/field string lengths
 // and then every byte (key, value, label keys/values, field keys/values) back to back:
 //
-//   [ Header | u32 lens[2*(labels+fields)] | key | value | l0k l0v l1k ... | f0k f0v ... ]
+//   [ Header | u32 lens[2*(labels+fields)] | key | l0k l0v l1k ... | f0k f0v ... | value ]
 //
-// One allocation per item keeps a scan to one cache miss per item and makes the memory
-// an item costs exact (nbytes()). Labels and fields are few (typically < 10), so lookups
-// are linear over the sorted table.
+// One allocation per item makes the memory an item costs exact (nbytes()). The value goes
+// last so that everything a filtered scan reads (key, labels, fields) sits in the first
+// cache lines, ahead of a value that is often a kilobyte or more: a selector then costs
+// one or two adjacent lines per item, which prefetch together, instead of a second miss
+// past the value. Labels and fields are few (typically < 10), so lookups are linear over
+// the sorted table.
 //
 // Ownership: an intrusive atomic refcount. A Tree holds exactly one reference for as long
 // as the item is reachable from the tree or any of its snapshots (see reclaim.hpp); copying
@@ -77,6 +80,7 @@ class Item {
     item->label_count_ = static_cast<std::uint16_t>(labels.size());
     item->field_count_ = static_cast<std::uint16_t>(fields.size());
     item->total_ = static_cast<std::uint32_t>(total);
+    item->pairs_len_ = static_cast<std::uint32_t>(payload - key.size() - value.size());
 
     std::uint32_t* lens = item->lens();
     std::size_t li = 0;
@@ -94,9 +98,9 @@ class Item {
       out += s.size();
     };
     put(key);
-    put(value);
     for (const auto& [k, v] : labels) put(k), put(v);
     for (const auto& [k, v] : fields) put(k), put(v);
+    put(value);
 
     auto& counters = detail::live_counters();
     counters.items.fetch_add(1, std::memory_order_relaxed);
@@ -108,7 +112,11 @@ class Item {
   Item& operator=(const Item&) = delete;
 
   std::string_view key() const noexcept { return {bytes(), key_len_}; }
-  std::string_view value() const noexcept { return {bytes() + key_len_, value_len_}; }
+  std::string_view value() const noexcept { return {bytes() + key_len_ + pairs_len_, value_len_}; }
+  // Bytes from the start of the item to its value: what a filtered scan reads.
+  std::size_t head_bytes() const noexcept {
+    return static_cast<std::size_t>(bytes() + key_len_ + pairs_len_ - reinterpret_cast<const char*>(this));
+  }
   std::int64_t mod_revision() const noexcept { return mod_revision_; }
   // Memory this item occupies, header and all bytes included (allocator overhead excluded).
   std::size_t nbytes() const noexcept { return total_; }
@@ -171,7 +179,7 @@ class Item {
 
   StringPair pair_at(std::size_t index) const noexcept {
     const std::uint32_t* l = lens();
-    const char* p = bytes() + key_len_ + value_len_;
+    const char* p = bytes() + key_len_;
     for (std::size_t i = 0; i < index; ++i) p += l[2 * i] + l[2 * i + 1];
     return {{p, l[2 * index]}, {p + l[2 * index], l[2 * index + 1]}};
   }
@@ -179,7 +187,7 @@ class Item {
   std::optional<std::string_view> find(std::size_t from, std::size_t to,
                                        std::string_view k) const noexcept {
     const std::uint32_t* l = lens();
-    const char* p = bytes() + key_len_ + value_len_;
+    const char* p = bytes() + key_len_;
     for (std::size_t i = 0; i < from; ++i) p += l[2 * i] + l[2 * i + 1];
     for (std::size_t i = from; i < to; ++i) {
       std::string_view candidate{p, l[2 * i]};
@@ -193,6 +201,7 @@ class Item {
   std::uint32_t key_len_ = 0;
   std::uint32_t value_len_ = 0;
   std::uint32_t total_ = 0;
+  std::uint32_t pairs_len_ = 0;  // label and field bytes, between the key and the value
   std::int64_t mod_revision_ = 0;
   std::uint16_t label_count_ = 0;
   std::uint16_t field_count_ = 0;
