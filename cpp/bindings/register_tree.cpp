@@ -374,9 +374,7 @@ void register_tree(py::module_& m) {
       .def(
           "swap_item",
           [](Tree& t, const PyItem& item) -> py::object {
-            // The lookup warms the path the put then walks, so the second descent is cheap.
-            ItemRef previous = ItemRef::share(t.get(item.ref->key()));
-            t.put(item.ref);
+            ItemRef previous = t.exchange(item.ref);
             if (!previous) return py::none();
             return py::cast(PyItem{std::move(previous)});
           },

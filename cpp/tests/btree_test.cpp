@@ -291,6 +291,28 @@ TYPED_TEST(BTreeTest, ReplacingASeparatorItemRewritesThePath) {
   ASSERT_NO_FATAL_FAILURE(this->check_all(tree, model, {}));
 }
 
+TYPED_TEST(BTreeTest, ExchangeReturnsTheReplacedItemEvenWhenItIsFreedAtOnce) {
+  TypeParam tree;
+  EXPECT_FALSE(tree.exchange(make_item("a", "1", 1)));
+  const watchcache::Item* first = tree.get("a");
+  // No snapshot pins the first item: the put retires and frees the tree's reference, so
+  // only the returned one keeps it alive.
+  ItemRef previous = tree.exchange(make_item("a", "2", 2));
+  ASSERT_TRUE(previous);
+  EXPECT_EQ(previous.get(), first);
+  EXPECT_EQ(previous->value(), "1");
+  EXPECT_EQ(previous->refcount(), 1u);
+  {
+    auto snap = tree.snapshot();
+    ItemRef second = tree.exchange(make_item("a", "3", 3));
+    EXPECT_EQ(second->value(), "2");
+    EXPECT_EQ(second->refcount(), 2u);  // ours and the snapshot's
+  }
+  EXPECT_EQ(tree.get("a")->value(), "3");
+  EXPECT_EQ(tree.size(), 1u);
+  ASSERT_NO_THROW(tree.check_invariants());
+}
+
 TYPED_TEST(BTreeTest, PutOfNullItemIsRejected) {
   TypeParam tree;
   tree.put(make_item("a", "1"));

@@ -73,7 +73,11 @@ from watchcache.planner import (
     not_ready_goes_to_store,
     plan_list,
 )
-from watchcache.tokens import ContinueToken, decode_continue, next_page_token, parse_continue
+from watchcache.tokens import ContinueToken, next_page_token, parse_continue
+from watchcache.tokens import start_key as resolve_start
+
+_ADDED: Final = EventType.ADDED
+_DELETED: Final = EventType.DELETED
 
 #: Kubernetes' blockTimeout: how long a read waits for the cache to reach an rv.
 WAIT_TIMEOUT_SECONDS: Final = 3.0
@@ -307,47 +311,46 @@ class WatchCache:
 
     def apply(self, event: Event) -> None:
         """Apply one change (see the module note for the checks; EventOrderError changes
-        nothing). O(log n + watchers)."""
-        if not self._ready:
-            raise EventOrderError("the cache has not been listed yet", self._rv)
+        nothing). O(log n + watchers). The hot path of the cache: kept to plain local
+        operations, about 2 µs of Python around the native put."""
         rv = event.resource_version
-        if rv <= self._rv:
-            raise EventOrderError(
-                f"event resourceVersion {rv} is not above the cache's {self._rv} "
-                f"({event.type} {event.key!r})",
-                self._rv,
-            )
-        key = event.key
+        if rv <= self._rv or not self._ready:
+            raise self._order_error(event, "is not above the cache's resourceVersion")
+        obj = event.object
+        key = obj.key
         if not key.startswith(self.prefix):
-            raise EventOrderError(f"key {key!r} is outside the prefix {self.prefix!r}", self._rv)
+            raise self._order_error(event, f"is outside the prefix {self.prefix!r}")
         tree = self._tree
-        if event.type is EventType.DELETED:
+        kind = event.type
+        if kind is _DELETED:
             previous = tree.pop_item(key)
             if previous is None:
-                raise EventOrderError(f"DELETED {key!r} at {rv}: not in the cache", self._rv)
+                raise self._order_error(event, "deletes a key that is not in the cache")
         else:
-            previous = tree.swap_item(event.object)
-            if (previous is None) != (event.type is EventType.ADDED):
+            previous = tree.swap_item(obj)
+            if (previous is None) is not (kind is _ADDED):
                 self._undo(key, previous)
                 state = "already in" if previous is not None else "not in"
-                raise EventOrderError(f"{event.type} {key!r} at {rv}: {state} the cache", self._rv)
+                raise self._order_error(event, f"finds the key {state} the cache")
         expected = event.prev_object
-        if expected is not None and previous is not None:
-            if expected.mod_revision != previous.mod_revision:
+        if expected is not None:
+            if previous is not None and expected.mod_revision != previous.mod_revision:
                 self._undo(key, previous)
-                raise EventOrderError(
-                    f"{event.type} {key!r} at {rv}: previous revision {expected.mod_revision} "
-                    f"but the cache has {previous.mod_revision} (an event was missed)",
-                    self._rv,
+                raise self._order_error(
+                    event,
+                    f"names previous revision {expected.mod_revision} but the cache has "
+                    f"{previous.mod_revision} (an event was missed)",
                 )
-        elif expected is None and previous is not None:
+        elif previous is not None:
             # Watchers replaying history need the previous state to judge selector changes.
-            event = Event(event.type, event.object, previous, rv, event.record_time)
-        self._latest = tree.snapshot()
+            event = Event(kind, obj, previous, rv, event.record_time)
+        latest = tree.snapshot()
+        self._latest = latest
         if self.snapshots_enabled:
-            self._registry.add(rv, self._latest)
-        if self._history.append(event):
-            oldest = self._history.oldest_event_resource_version
+            self._registry.add(rv, latest)
+        history = self._history
+        if history.append(event):
+            oldest = history.oldest_event_resource_version
             if oldest is not None:
                 self._registry.prune_below(oldest)
         self._rv = rv
@@ -356,6 +359,15 @@ class WatchCache:
             self._dispatch(event, previous)
         if self._waiters:
             self._wake_waiters()
+
+    def _order_error(self, event: Event, problem: str) -> EventOrderError:
+        if not self._ready:
+            problem = "arrived before the cache was listed"
+        return EventOrderError(
+            f"{event.type} {event.key!r} at resourceVersion {event.resource_version} {problem} "
+            f"(cache at {self._rv})",
+            self._rv,
+        )
 
     def _undo(self, key: str, previous: Item | None) -> None:
         if previous is None:
@@ -480,7 +492,7 @@ class WatchCache:
         start_key: str | None = None
         if opts.continue_token:
             token = parse_continue(opts.continue_token)
-            start_key, _ = decode_continue(opts.continue_token, key_prefix)
+            start_key = resolve_start(token, key_prefix)
         state = self._state()
         plan = plan_list(opts, token, start_key, recursive=True, state=state)
         if plan.not_ready:

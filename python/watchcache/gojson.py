@@ -25,18 +25,28 @@ import json
 import re
 from typing import Any, Final
 
-_GO_EXTRA_ESCAPES: Final = str.maketrans(
-    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-)
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_GO_ESCAPES: Final = {
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+# One pass in C finds whether anything needs changing (usually nothing does).
+_NEEDS_ESCAPE: Final = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    # A lone surrogate stands for an invalid byte, which Go writes as an escaped U+FFFD.
+    return _GO_ESCAPES.get(match[0], "\\ufffd")
 
 
 def dumps(value: Any) -> str:
     """Compact JSON text as Go's ``json.Marshal`` writes it (see the module note)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _LONE_SURROGATE.search(text):
-        text = _LONE_SURROGATE.sub(lambda _: "\\ufffd", text)
-    return text.translate(_GO_EXTRA_ESCAPES)
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text
+    return _NEEDS_ESCAPE.sub(_escape, text)
 
 
 def dumpb(value: Any) -> bytes:

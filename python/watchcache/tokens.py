@@ -165,10 +165,17 @@ def decode_continue(token: str, key_prefix: str) -> tuple[str, int]:
     for a non-str token. O(len(token)).
     """
     parsed = parse_continue(token)
+    return start_key(parsed, key_prefix), parsed.resource_version
+
+
+def start_key(parsed: ContinueToken, key_prefix: str) -> str:
+    """The traversal check and prefix join of :func:`decode_continue`, for a token already
+    parsed (so a caller that needs the token's rv too parses it once). Raises
+    ContinueTokenError. O(len(start))."""
     path = parsed.start if parsed.start.startswith("/") else "/" + parsed.start
     if _clean_path(path) != path:
         raise ContinueTokenError(parsed.start)
-    return key_prefix + path[1:], parsed.resource_version
+    return key_prefix + path[1:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -270,7 +277,33 @@ class _Value(NamedTuple):
     text: str
 
 
+# The exact shape Go (and encode_continue) writes: decoded by a regular expression and the C
+# JSON decoder, about 10x faster than the general scanner below, which handles the rest.
+_CANONICAL: Final = re.compile(
+    rb'\{"v":"meta\.k8s\.io/v1","rv":(-?[1-9][0-9]{0,18}),"start":'
+    rb'("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9A-Fa-f]{4})[^"\\\x00-\x1f]*)*")\}'
+)
+_INT64: Final = range(-(2**63), 2**63)
+
+
+def _unmarshal_canonical(data: bytes) -> tuple[str, int, str] | None:
+    match = _CANONICAL.fullmatch(data)
+    if match is None:
+        return None
+    rv = int(match[1])
+    try:
+        start = json.loads(match[2])
+    except (UnicodeDecodeError, ValueError):
+        return None  # invalid UTF-8: the general path replaces it the way Go does
+    if rv not in _INT64 or _LONE_SURROGATE.search(start):
+        return None
+    return CONTINUE_TOKEN_VERSION, rv, start
+
+
 def _unmarshal(data: bytes) -> tuple[str, int, str]:
+    canonical = _unmarshal_canonical(data)
+    if canonical is not None:
+        return canonical
     """``(v, rv, start)`` as Go's ``json.Unmarshal`` leaves them in a zeroed struct."""
     top, members = _scan(data.decode("utf-8", _GO_UTF8))
     version, resource_version, start = "", 0, ""

@@ -706,6 +706,19 @@ class BasicTree {
     return grown.inserted;
   }
 
+  // put() that also hands back the item it replaced (empty if the key was new), found on
+  // the same descent: the watch cache needs the previous object of every event.
+  ItemRef exchange(ItemRef ref) {
+    ItemRef previous;
+    replaced_ = &previous;
+    struct Reset {
+      ItemRef*& slot;
+      ~Reset() { slot = nullptr; }
+    } reset{replaced_};
+    put(std::move(ref));
+    return previous;
+  }
+
   // Removes k; returns whether it was present. A missing key copies nothing.
   bool erase(std::string_view k) {
     if (!get(k)) return false;
@@ -1001,6 +1014,9 @@ class BasicTree {
         nd->keys[pos] = item;  // same key: the inline bytes stay right
         lf->item_birth[pos] = version_;
         bytes_ += item->nbytes();
+        // Take the reference before retiring: with no snapshot pinning it, the old item
+        // may be freed by this very put.
+        if (replaced_) *replaced_ = ItemRef::share(old);
         retire_item(old, old_birth);
         return {};
       }
@@ -1146,6 +1162,8 @@ class BasicTree {
   std::size_t bytes_ = 0;
   // Starts at 1 so that version 0 never names a real snapshot.
   std::uint64_t version_ = 1;
+  // Where exchange() wants the replaced item; null outside exchange().
+  ItemRef* replaced_ = nullptr;
 };
 
 using Tree = BasicTree<kDefaultFanout>;
