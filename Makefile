@@ -11,7 +11,7 @@ DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0'
 BENCH_ARGS ?=
 
-.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native clean
+.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache clean
 
 run: install
 	$(PY) -m watchcache demo
@@ -60,6 +60,7 @@ bench: install
 	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
 	$(PY) bench/memory.py --n 1000000 --json bench/results/memory.json
 	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
+	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
 
 bench-quick: install
 	mkdir -p bench/results
@@ -67,6 +68,11 @@ bench-quick: install
 	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only --quick -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
 	$(PY) bench/memory.py --n 100000 --json bench/results/memory.json
 	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
+
+# WatchCache scenarios (LIST pages, selector LIST, apply, watcher dispatch) with baselines.
+bench-cache: install
+	mkdir -p bench/results
+	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
 
 bench-native:
 	cmake --preset bench >/dev/null

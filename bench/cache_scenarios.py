@@ -18,7 +18,9 @@ number means something on this noisy shared machine:
 
 Timing: each measurement is the median of ``--repeats`` rounds, a round being a loop of
 ``ops`` operations divided by ``ops`` (asynchronous calls run inside one event loop, so no
-loop start-up is counted). Usage: ``python bench/cache_scenarios.py [--quick] [--json F]``.
+loop start-up is counted). Usage: ``python bench/cache_scenarios.py [--quick] [--json F]
+[--readme bench/README.md]`` (``make bench-cache``); ``--readme`` rewrites the section between
+the cache-scenarios markers.
 """
 
 from __future__ import annotations
@@ -215,6 +217,35 @@ async def apply_scenarios(n: int, repeats: int, seed: int) -> list[Result]:
     return results
 
 
+BEGIN = (
+    "<!-- cache-scenarios:begin (written by bench/cache_scenarios.py; edits inside are lost) -->"
+)
+END = "<!-- cache-scenarios:end -->"
+
+
+def splice(readme: str, section: str) -> str:
+    start, end = readme.find(BEGIN), readme.find(END)
+    if start == -1 or end == -1 or end < start:
+        return readme.rstrip("\n") + "\n\n" + section
+    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
+
+
+def readme_section(results: list[Result], command: str) -> str:
+    return "\n".join(
+        [
+            BEGIN,
+            "## WatchCache scenarios (issue 3 targets)",
+            "",
+            f"Command: `{command}`, seed {seed_from_env()}. Per-op times are medians of rounds;",
+            "the baseline is the cheapest native way to do the same work, in the same run.",
+            "",
+            report(results),
+            END,
+            "",
+        ]
+    )
+
+
 def report(results: list[Result]) -> str:
     lines = [
         "| scenario | objects | per op | baseline | ratio | target | met |",
@@ -245,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--readme", type=Path, help="splice the table into this README")
     args = parser.parse_args(argv)
     results = asyncio.run(main_async(args))
     print(report(results))
@@ -256,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
             "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    if args.readme:
+        command = "python bench/cache_scenarios.py " + " ".join(argv or sys.argv[1:])
+        args.readme.write_text(splice(args.readme.read_text(), readme_section(results, command)))
     return 0
 
 

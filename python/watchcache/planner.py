@@ -68,9 +68,11 @@ class Source(enum.StrEnum):
     EXPIRED = "expired"  #: nowhere: no snapshot and no store — fails with 410
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CacheState:
-    """What the planner needs to know about the cache and its store at one moment."""
+    """What the planner needs to know about the cache and its store at one moment.
+    (Not frozen only because frozen dataclasses construct several times slower, and one
+    is built per LIST; nothing mutates it.)"""
 
     resource_version: int  #: cacheRV: the highest rv the cache has seen (events or progress)
     ready: bool = True
@@ -84,7 +86,7 @@ class CacheState:
     ignore_limit_for_rv0: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ListPlan:
     """The decision for one LIST.
 
