@@ -194,6 +194,13 @@ def _rebuild(
     return err
 
 
+def _about_object(resource: str, name: str, group: str, what: str) -> tuple[str, StatusDetails]:
+    """``<resource>[.<group>] "<name>" <what>`` and the details naming the object, as
+    Kubernetes' NewNotFound / NewAlreadyExists write them."""
+    qualified = f"{resource}.{group}" if group else resource
+    return f'{qualified} "{name}" {what}', StatusDetails(name=name, group=group, kind=resource)
+
+
 class BadRequestError(StatusError):
     """400: the request itself is malformed (bad continue token, unparsable RV, ...)."""
 
@@ -209,11 +216,8 @@ class NotFoundError(StatusError):
 
     @classmethod
     def for_object(cls, resource: str, name: str, group: str = "") -> NotFoundError:
-        qualified = f"{resource}.{group}" if group else resource
-        return cls(
-            f'{qualified} "{name}" not found',
-            details=StatusDetails(name=name, group=group, kind=resource),
-        )
+        message, details = _about_object(resource, name, group, "not found")
+        return cls(message, details=details)
 
 
 class ConflictError(StatusError):
@@ -231,11 +235,8 @@ class AlreadyExistsError(StatusError):
 
     @classmethod
     def for_object(cls, resource: str, name: str, group: str = "") -> AlreadyExistsError:
-        qualified = f"{resource}.{group}" if group else resource
-        return cls(
-            f'{qualified} "{name}" already exists',
-            details=StatusDetails(name=name, group=group, kind=resource),
-        )
+        message, details = _about_object(resource, name, group, "already exists")
+        return cls(message, details=details)
 
 
 class GoneError(StatusError):
