@@ -43,13 +43,6 @@ from watchcache.options import ListOptions, WatchOptions
 from watchcache.tokens import encode_continue
 from workload import PREFIX, make_value, seed_from_env
 
-TARGETS_US = {
-    "list-page": 100.0,
-    "list-selector": 20_000.0,
-    "apply": 5.0,
-    "dispatch-1000": 1_000.0,
-}
-
 
 @dataclass
 class Result:

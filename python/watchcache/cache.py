@@ -72,6 +72,7 @@ from watchcache.planner import (
     expired_continuation,
     not_ready_goes_to_store,
     plan_list,
+    store_revision,
 )
 from watchcache.tokens import ContinueToken, next_page_token, parse_continue
 from watchcache.tokens import start_key as resolve_start
@@ -487,7 +488,6 @@ class WatchCache:
         page; a full scan of a large prefix runs in a worker thread.
         """
         key_prefix = self.request_prefix(prefix)
-        token_prefix = key_prefix[:-1]
         token: ContinueToken | None = None
         start_key: str | None = None
         if opts.continue_token:
@@ -495,21 +495,25 @@ class WatchCache:
             start_key = resolve_start(token, key_prefix)
         state = self._state()
         plan = plan_list(opts, token, start_key, recursive=True, state=state)
+
+        async def from_store() -> ListResult:
+            return await self._list_store(plan, opts, token, key_prefix)
+
         if plan.not_ready:
             if not_ready_goes_to_store(opts, state):
-                return await self._list_store(plan, opts, key_prefix, token_prefix)
+                return await from_store()
             self._check_ready()
         if plan.source is Source.STORE:
-            return await self._list_store(plan, opts, key_prefix, token_prefix)
+            return await from_store()
         if plan.source is Source.EXPIRED:
-            raise self._expired(plan, opts, token_prefix)
+            raise self._expired(plan, opts, key_prefix)
         try:
-            result = await self._list_cached(plan, opts, key_prefix, token_prefix)
+            result = await self._list_cached(plan, opts, key_prefix)
         except ExpiredError:
             # A snapshot pruned between planning and reading.
             if self.store is not None and self.snapshots_enabled:
-                return await self._list_store(plan, opts, key_prefix, token_prefix)
-            raise self._expired(plan, opts, token_prefix) from None
+                return await from_store()
+            raise self._expired(plan, opts, key_prefix) from None
         except TooLargeResourceVersionError as err:
             if not plan.consistent:
                 raise
@@ -517,7 +521,7 @@ class WatchCache:
                 self._count_consistent(False, "skipped")
                 raise TooManyRequestsError.retry_after(err.message, 1) from None
             try:
-                result = await self._list_store(plan, opts, key_prefix, token_prefix)
+                result = await from_store()
             except StatusError:
                 self._count_consistent(False, "true")
                 raise
@@ -537,20 +541,18 @@ class WatchCache:
         key = (success, fallback)
         self.stats.consistent_reads[key] = self.stats.consistent_reads.get(key, 0) + 1
 
-    def _expired(self, plan: ListPlan, opts: ListOptions, token_prefix: str) -> ExpiredError:
+    def _expired(self, plan: ListPlan, opts: ListOptions, key_prefix: str) -> ExpiredError:
         """Without a store, what a compacted store would answer: the inconsistent-continue
         410 for a continuation, ``too old resource version`` for an exact read."""
         if plan.start_key is not None:
-            return expired_continuation(plan.start_key, token_prefix)
+            return expired_continuation(plan.start_key, key_prefix[:-1])
         oldest = self._registry.oldest()
         requested = plan.exact if plan.exact is not None else opts.parsed_resource_version
         return ExpiredError.too_old_resource_version(
             requested, oldest[0] if oldest is not None else None
         )
 
-    async def _list_cached(
-        self, plan: ListPlan, opts: ListOptions, key_prefix: str, token_prefix: str
-    ) -> ListResult:
+    async def _list_cached(self, plan: ListPlan, opts: ListOptions, key_prefix: str) -> ListResult:
         waited = 0.0
         if plan.consistent:
             assert self.store is not None
@@ -570,7 +572,9 @@ class WatchCache:
         token = ""
         remaining: int | None = None
         if scan.next_key is not None and scan.last_key is not None:
-            token = next_page_token(scan.last_key, token_prefix, rv)
+            # Encoded against the prefix without its "/", as Kubernetes' cacher does: the
+            # start key then begins with "/" (SEMANTICS.md §1.4).
+            token = next_page_token(scan.last_key, key_prefix[:-1], rv)
             if selector is None:
                 remaining = scan.remaining
         self.stats.lists[plan.source] = self.stats.lists.get(plan.source, 0) + 1
@@ -594,26 +598,15 @@ class WatchCache:
         return await asyncio.to_thread(run)
 
     async def _list_store(
-        self, plan: ListPlan, opts: ListOptions, key_prefix: str, token_prefix: str
+        self, plan: ListPlan, opts: ListOptions, token: ContinueToken | None, key_prefix: str
     ) -> ListResult:
         store = self.store
         if store is None:
-            raise self._expired(plan, opts, token_prefix)
-        # The revision the store reads at (SEMANTICS.md §6.2): pinned for continuations,
-        # Exact and legacy exact (RV + limit); latest, at least RV, otherwise.
-        rv = opts.parsed_resource_version
-        if opts.continue_token:
-            token_rv = parse_continue(opts.continue_token).resource_version
-            revision, minimum = max(token_rv, 0), 0
-        elif opts.resource_version_match == "Exact" or (
-            opts.resource_version_match == "" and rv > 0 and opts.page_size > 0
-        ):
-            revision, minimum = rv, 0
-        else:
-            revision, minimum = 0, rv
+            raise self._expired(plan, opts, key_prefix)
+        revision, minimum = store_revision(opts, token)
         request = StoreListRequest(
             key_prefix=key_prefix,
-            token_prefix=token_prefix,
+            token_prefix=key_prefix[:-1],
             start_key=plan.start_key,
             revision=revision,
             minimum=minimum,
@@ -691,62 +684,42 @@ class WatchCache:
 
 class _Conversions:
     """The WatchEvents one cache event can become, built once and shared by all watchers:
-    as sent (ADDED/MODIFIED/DELETED), as ADDED (the object entered a watcher's selector),
-    as MODIFIED, and as DELETED of the previous object re-stamped at the event's rv (the
-    object left the watcher's selector)."""
+    the event as it happened, the same object as ADDED (it entered a watcher's selector)
+    or MODIFIED, or a DELETED of the previous object re-stamped at the event's rv (it left
+    the watcher's selector)."""
 
-    __slots__ = ("_added", "_deleted", "_modified", "_native", "event", "key", "new", "old")
+    __slots__ = ("_made", "_value", "event", "key", "new", "old")
 
     def __init__(self, event: Event, previous: Item | None) -> None:
         self.event = event
         self.key = event.key
         self.new: Item | None = None if event.type is EventType.DELETED else event.object
         self.old = previous
-        self._native: WatchEvent | None = None
-        self._added: WatchEvent | None = None
-        self._modified: WatchEvent | None = None
-        self._deleted: WatchEvent | None = None
+        self._made: dict[EventType, WatchEvent] = {}
+        self._value: bytes | None = None
 
     def native(self) -> WatchEvent:
-        if self._native is None:
-            event = self.event
-            self._native = WatchEvent(
-                event.type, event.resource_version, event.object.value, event.object
-            )
-        return self._native
+        return self.as_type(self.event.type)
 
-    def added(self) -> WatchEvent:
-        if self.event.type is EventType.ADDED:
-            return self.native()
-        if self._added is None:
-            native = self.native()
-            self._added = WatchEvent(
-                EventType.ADDED, native.resource_version, native.object, native.item
-            )
-        return self._added
-
-    def modified(self) -> WatchEvent:
-        if self.event.type is EventType.MODIFIED:
-            return self.native()
-        if self._modified is None:
-            native = self.native()
-            self._modified = WatchEvent(
-                EventType.MODIFIED, native.resource_version, native.object, native.item
-            )
-        return self._modified
-
-    def deleted(self) -> WatchEvent:
-        if self.event.type is EventType.DELETED:
-            return self.native()
-        if self._deleted is None:
+    def as_type(self, kind: EventType) -> WatchEvent:
+        made = self._made.get(kind)
+        if made is not None:
+            return made
+        event = self.event
+        rv = event.resource_version
+        if kind is EventType.DELETED and event.type is not EventType.DELETED:
             assert self.old is not None
-            rv = self.event.resource_version
             try:
                 item = with_resource_version(self.old, rv)
             except ValueError:
                 item = self.old  # not JSON: deliver it as stored rather than drop the event
-            self._deleted = WatchEvent(EventType.DELETED, rv, item.value, item)
-        return self._deleted
+            made = WatchEvent(kind, rv, item.value, item)
+        else:
+            if self._value is None:
+                self._value = event.object.value
+            made = WatchEvent(kind, rv, self._value, event.object)
+        self._made[kind] = made
+        return made
 
 
 class Watcher:
@@ -1024,7 +997,7 @@ def _convert_for(watcher: Watcher, conv: _Conversions) -> WatchEvent | None:
     new_passes = new is not None and selector.matches_item(new)
     old_passes = old is not None and selector.matches_item(old)
     if new_passes:
-        return conv.modified() if old_passes else conv.added()
+        return conv.as_type(EventType.MODIFIED if old_passes else EventType.ADDED)
     if old_passes:
-        return conv.deleted()
+        return conv.as_type(EventType.DELETED)
     return None

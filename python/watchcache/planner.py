@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from watchcache import gojson
@@ -199,6 +199,19 @@ def not_ready_goes_to_store(opts: ListOptions, state: CacheState) -> bool:
     return state.has_store and not opts.has_selector and opts.page_size > 0
 
 
+def store_revision(opts: ListOptions, token: ContinueToken | None) -> tuple[int, int]:
+    """``(revision, minimum)`` for a LIST the store serves (SEMANTICS.md §6.2): a pinned
+    revision for continuations (0 = latest for an ``rv: -1`` token), Exact and legacy
+    exact (RV + limit); otherwise the latest revision, which must be at least RV."""
+    rv = opts.parsed_resource_version
+    if token is not None:
+        return max(token.resource_version, 0), 0
+    match_ = opts.resource_version_match
+    if match_ == "Exact" or (match_ == "" and rv > 0 and opts.page_size > 0):
+        return rv, 0
+    return 0, rv
+
+
 def expired_continuation(start_key: str, token_prefix: str) -> ExpiredError:
     """The 410 for a continuation whose data is gone everywhere: its ``metadata.continue``
     is a token with ``rv: -1`` that resumes at the same key on the latest state
@@ -232,7 +245,7 @@ class ListResult:
     source: Source = Source.CACHE
     waited_seconds: float = 0.0
     row: str = ""
-    fallback: str = field(default="")
+    fallback: str = ""
 
     def metadata(self) -> dict[str, object]:
         """``metav1.ListMeta`` in Go's member order."""

@@ -12,7 +12,14 @@ from typing import NamedTuple
 import pytest
 
 from watchcache.options import ListOptions, ResourceVersionMatch
-from watchcache.planner import CacheState, ListPlan, Source, not_ready_goes_to_store, plan_list
+from watchcache.planner import (
+    CacheState,
+    ListPlan,
+    Source,
+    not_ready_goes_to_store,
+    plan_list,
+    store_revision,
+)
 from watchcache.tokens import ContinueToken
 
 START = "/registry/pods/ns/b\x00"
@@ -190,3 +197,33 @@ def test_not_ready_cache_sends_unfiltered_pages_to_the_store(
     assert plan.not_ready
     assert not_ready_goes_to_store(options, state) is goes_to_store
     assert not not_ready_goes_to_store(options, replace(state, has_store=False))
+
+
+@pytest.mark.parametrize(
+    ("options", "token_rv", "expected"),
+    [
+        (opts(limit=2, cont=CONT), 100, (100, 0)),
+        (opts(limit=2, cont=CONT), -1, (0, 0)),
+        (opts("90", "Exact"), None, (90, 0)),
+        (opts("90", limit=5), None, (90, 0)),
+        (opts("90"), None, (0, 90)),
+        (opts("90", "NotOlderThan", 5), None, (0, 90)),
+        (opts("0", limit=5), None, (0, 0)),
+        (opts(), None, (0, 0)),
+    ],
+    ids=[
+        "continue-pinned",
+        "continue-latest",
+        "exact",
+        "legacy-exact",
+        "rv-n-no-limit",
+        "not-older-than",
+        "rv0",
+        "unset",
+    ],
+)
+def test_store_revision_follows_the_etcd_table(
+    options: ListOptions, token_rv: int | None, expected: tuple[int, int]
+) -> None:
+    token = None if token_rv is None else ContinueToken(token_rv, "/b\x00")
+    assert store_revision(options, token) == expected
