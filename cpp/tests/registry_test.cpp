@@ -1,4 +1,4 @@
-// Guards SnapshotRegistry (registry.hpp): strictly increasing positive resource versions,
+// Guards SnapshotRegistry (registry.hpp): non-decreasing positive resource versions,
 // exact and floor lookups, latest/oldest, pruning, budget eviction (oldest first, never the
 // newest), pinned-byte accounting read from the reclamation domains, and usage() splitting
 // each snapshot's bytes into exclusive + shared. Live counters return to their start.
@@ -44,13 +44,12 @@ class RegistryTest : public testing::LeakCheckedTest {
   }
 };
 
-TEST_F(RegistryTest, AddRejectsNonPositiveAndNonIncreasingVersions) {
+TEST_F(RegistryTest, AddRejectsNonPositiveAndDecreasingVersions) {
   Tree tree;
   SnapshotRegistry reg;
   EXPECT_THROW(reg.add(0, tree.snapshot()), std::invalid_argument);
   EXPECT_THROW(reg.add(-5, tree.snapshot()), std::invalid_argument);
   reg.add(5, tagged(tree, 5));
-  EXPECT_THROW(reg.add(5, tagged(tree, 5)), std::invalid_argument);
   EXPECT_THROW(reg.add(4, tagged(tree, 4)), std::invalid_argument);
   EXPECT_EQ(reg.size(), 1u);
   EXPECT_EQ(reg.resource_versions(), std::vector<std::int64_t>{5});
@@ -262,3 +261,19 @@ TEST_F(RegistryTest, RegistryOutlivesTheTree) {
 
 }  // namespace
 }  // namespace watchcache
+
+TEST_F(RegistryTest, AddAtTheNewestVersionReplacesItsSnapshot) {
+  // Several keys written by one etcd transaction share a revision; the registry keeps the
+  // state after the last of them and releases the intermediate one.
+  Tree tree;
+  SnapshotRegistry reg;
+  reg.add(5, tagged(tree, 5));
+  tree.put(make_item("other", "x", 5));
+  Snapshot later = tree.snapshot();
+  reg.add(5, later);
+  EXPECT_EQ(reg.size(), 1u);
+  ASSERT_TRUE(reg.get(5).has_value());
+  EXPECT_NE(reg.get(5)->get("other"), nullptr);
+  reg.add(6, tagged(tree, 6));
+  EXPECT_EQ(reg.resource_versions(), (std::vector<std::int64_t>{5, 6}));
+}

@@ -245,7 +245,8 @@ class SnapshotRegistry:
 
     def __init__(self, budget_bytes: int = 0) -> None: ...
     def add(self, resource_version: int, snapshot: Snapshot) -> None:
-        """Raises ValueError unless resource_version is > 0 and greater than every stored rv."""
+        """Raises ValueError unless resource_version is > 0 and not below any stored rv; an rv
+        equal to the newest replaces its snapshot (several keys changed at one revision)."""
     def get(self, resource_version: int) -> Snapshot | None:
         """Exact match only. O(log s)."""
     def floor(self, resource_version: int) -> tuple[int, Snapshot] | None:

@@ -9,7 +9,7 @@ watcher set. Everything else reads immutable Snapshots. All methods must be call
 event loop's thread; native scans run in a worker thread when they are large (the GIL is
 released), so a 300k-object LIST does not stall the loop.
 
-State per applied event (rv strictly increasing)::
+State per applied event (rv never decreasing)::
 
     tree.swap_item / pop_item          O(log n), path copy after the last snapshot
     registry.add(rv, tree.snapshot())  O(1): one snapshot per event, as Kubernetes clones
@@ -25,9 +25,11 @@ watcher receives every matching event with rv above its start exactly once, in o
 is terminated with :class:`~watchcache.errors.WatchTerminatedError` naming the rv to
 resume from — never blocks the writer.
 
-Event validation is strict because a silently accepted gap is a cache that lies: an rv at
-or below cacheRV, an ADDED for a key that exists, a MODIFIED or DELETED for one that does
-not, or a ``prev_object`` whose mod revision differs from the cached one all raise
+Event validation is strict because a silently accepted gap is a cache that lies: an rv
+below cacheRV (or equal to it, unless the previous change was an event at that same rv: one
+etcd transaction may change several keys at one revision), an ADDED for a key that exists,
+a MODIFIED or DELETED for one that does not, or a ``prev_object`` whose mod revision
+differs from the cached one all raise
 :class:`EventOrderError` and change nothing; the reflector answers with a relist. (etcd
 revisions are global, so jumps in rv between events of one prefix are normal.)
 
@@ -315,7 +317,7 @@ class WatchCache:
         nothing). O(log n + watchers). The hot path of the cache: kept to plain local
         operations, about 2 µs of Python around the native put."""
         rv = event.resource_version
-        if rv <= self._rv or not self._ready:
+        if (rv <= self._rv or not self._ready) and not self._continues_revision(rv):
             raise self._order_error(event, "is not above the cache's resourceVersion")
         obj = event.object
         key = obj.key
@@ -360,6 +362,10 @@ class WatchCache:
             self._dispatch(event, previous)
         if self._waiters:
             self._wake_waiters()
+
+    def _continues_revision(self, rv: int) -> bool:
+        """Another key changed by the transaction the last applied event came from."""
+        return self._ready and rv == self._rv and self._history.newest_resource_version == rv
 
     def _order_error(self, event: Event, problem: str) -> EventOrderError:
         if not self._ready:

@@ -10,7 +10,8 @@ start at rv N?" and "which events follow rv N?". A watch older than what is kept
 Invariants (checked by :meth:`EventHistory.check_invariants`):
 
 * ``lower_bound <= capacity <= upper_bound`` and ``0 <= len(history) <= capacity``;
-* buffered resourceVersions strictly increase, and all exceed the last relist's rv;
+* buffered resourceVersions never decrease, and all exceed the last relist's rv (several
+  events share an rv when one etcd transaction changed several keys);
 * ``evicted since relist`` implies the buffer is not empty (an eviction is always followed
   by the insertion that caused it, and only a relist empties the buffer);
 * storage: evicted slots hold no event (so evicted objects are freed at once), and the dead
@@ -23,7 +24,7 @@ oldest of the newest quarter is older than the window, capacity halves (down to
 ``lower_bound``), dropping the oldest events; then, if still full, the oldest event is
 evicted. "Age" is the new event's record time minus the stored event's record time
 (``Event.record_time``, or the history's clock when an event carries 0); record times are
-not required to increase, only resourceVersions are. So a busy resource
+not required to increase, only resourceVersions must not go back. So a busy resource
 keeps at least a window's worth of events (bounded by ``upper_bound``) and a quiet one
 gives memory back, without flapping: growth looks at the whole buffer, shrinking only at the
 newest quarter. Capacity is logical; nothing is reallocated when it changes.
@@ -31,7 +32,8 @@ newest quarter. Capacity is logical; nothing is reallocated when it changes.
 Which rv a watch may start from: after a relist at L, watches from L on are served until the
 first eviction (Kubernetes issue #68065: a fresh cache with nothing buffered must still
 accept the list's rv); after that, or when there was never a relist, from the first
-buffered rv minus one.
+buffered rv minus one — or the first buffered rv itself when an eviction split the events of
+that rv (a watch from just below it would miss the evicted ones).
 
 Structure: three parallel Python lists (resourceVersions, record times, events) plus a head
 offset; the live part is ``[head:]``. ``append`` is three ``list.append`` calls; eviction
@@ -115,6 +117,7 @@ class EventHistory:
         "_clock",
         "_decreases",
         "_events",
+        "_evicted_rv",
         "_evicted_since_relist",
         "_head",
         "_increases",
@@ -163,6 +166,8 @@ class EventHistory:
         # The newest rv seen: the last event's, or the relist's when nothing followed it.
         self._last_rv = 0
         self._evicted_since_relist = False
+        # rv of the newest evicted event (0 when none since the relist).
+        self._evicted_rv = 0
         self._increases = 0
         self._decreases = 0
 
@@ -175,10 +180,10 @@ class EventHistory:
 
         Returns how many events this call evicted (0 usually, 1 when full, more on a
         shrink). Cost: O(1) amortized; a shrink is O(events dropped). Raises ValueError
-        (history unchanged) unless ``event.resource_version`` exceeds every buffered rv and
-        the last relist's rv."""
+        (history unchanged) unless ``event.resource_version`` exceeds the last relist's rv and
+        is not below any buffered rv."""
         rv = event.resource_version
-        if rv <= self._last_rv:
+        if rv <= self._last_rv and not (rv == self._last_rv and rv > self._list_rv):
             raise ValueError(
                 f"event resourceVersion {rv} is not newer than the history's {self._last_rv}"
             )
@@ -235,6 +240,7 @@ class EventHistory:
         else:
             events[head:end] = [None] * count
         self._evicted_since_relist = True
+        self._evicted_rv = self._rvs[end - 1]
         if 2 * end >= len(events):
             del events[:end]
             del self._rvs[:end]
@@ -258,6 +264,7 @@ class EventHistory:
         self._list_rv = list_resource_version
         self._last_rv = list_resource_version
         self._evicted_since_relist = False
+        self._evicted_rv = 0
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -318,12 +325,14 @@ class EventHistory:
     def oldest_watchable(self) -> int:
         """The smallest rv a watch may start from (Kubernetes' ``oldest - 1``, the second
         number of the 410 message): the list rv after a relist with no eviction since, else
-        the first buffered rv minus one. O(1). Raises InternalError
+        the first buffered rv minus one (itself when evicted events shared it). O(1). Raises
+        InternalError
         (``watch cache isn't correctly initialized``) when never listed and empty."""
         if self._list_rv > 0 and not self._evicted_since_relist:
             return self._list_rv
         if len(self._rvs) > self._head:
-            return self._rvs[self._head] - 1
+            first = self._rvs[self._head]
+            return first - 1 if self._evicted_rv < first else first
         raise InternalError(UNINITIALIZED_MESSAGE)
 
     def can_serve(self, resource_version: int) -> bool:
@@ -332,7 +341,7 @@ class EventHistory:
         if self._list_rv > 0 and not self._evicted_since_relist:
             return resource_version >= self._list_rv
         if len(self._rvs) > self._head:
-            return resource_version >= self._rvs[self._head] - 1
+            return resource_version >= self.oldest_watchable
         return False
 
     def events_after(self, resource_version: int) -> list[Event]:
@@ -385,8 +394,8 @@ class EventHistory:
             "each live slot holds its event and that event's rv",
         )
         require(
-            all(a < b for a, b in itertools.pairwise(live_rvs)),
-            "buffered resourceVersions strictly increase",
+            all(a <= b for a, b in itertools.pairwise(live_rvs)),
+            "buffered resourceVersions never decrease",
         )
         if live_rvs:
             require(live_rvs[0] > self._list_rv, "buffered events are newer than the relist")

@@ -555,11 +555,21 @@ class RegistryMachine(RuleBasedStateMachine):
             del snap  # the registry alone keeps it alive
 
     @rule(data=st.data())
-    def add_rejects_non_increasing(self, data: st.DataObject) -> None:
+    def add_rejects_decreasing(self, data: st.DataObject) -> None:
         top = max(self.model, default=0)
-        rv = data.draw(st.integers(-3, top), label="rv")
+        rv = data.draw(st.integers(-3, max(top - 1, 0)), label="rv")
         with pytest.raises(ValueError):
             self.registry.add(rv, self.tree.snapshot())
+
+    @precondition(lambda self: bool(self.model))
+    @rule()
+    def add_at_newest_replaces(self) -> None:
+        # Another key of the same etcd transaction: same rv, later state.
+        rv = max(self.model)
+        self.tree[f"same-txn-{rv}"] = b"y"
+        snap = self.tree.snapshot()
+        self.registry.add(rv, snap)
+        self.model[rv] = snap.version
 
     @rule(data=st.data())
     def get(self, data: st.DataObject) -> None:

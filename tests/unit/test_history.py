@@ -230,8 +230,8 @@ def test_a_long_run_of_evictions_keeps_exactly_the_newest_capacity_events() -> N
 # ---- resourceVersion order -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad_rv", [5, 4, 1], ids=["duplicate", "older", "much_older"])
-def test_append_rejects_an_rv_that_is_not_newer_and_leaves_the_history_unchanged(
+@pytest.mark.parametrize("bad_rv", [4, 1], ids=["older", "much_older"])
+def test_append_rejects_an_older_rv_and_leaves_the_history_unchanged(
     bad_rv: int,
 ) -> None:
     history = EventHistory(clock=FakeClock())
@@ -240,6 +240,39 @@ def test_append_rejects_an_rv_that_is_not_newer_and_leaves_the_history_unchanged
         history.append(pod_event(bad_rv))
     history.check_invariants()
     assert rvs_of(history) == [5]
+
+
+def shared_rv_event(rv: int, name: str) -> Event:
+    item = Item(f"/registry/pods/ns/{name}", b"{}", rv)
+    return Event(EventType.MODIFIED, item, None, rv)
+
+
+def test_events_of_one_transaction_share_an_rv_and_are_served_together() -> None:
+    history = EventHistory(clock=FakeClock())
+    history.reset(4)
+    append_all(history, [pod_event(5), shared_rv_event(6, "a"), shared_rv_event(6, "b")])
+    history.check_invariants()
+    assert rvs_of(history) == [5, 6, 6]
+    assert [e.key for e in history.events_after(5)] == [
+        "/registry/pods/ns/a",
+        "/registry/pods/ns/b",
+    ]
+    assert history.events_after(6) == []
+    with pytest.raises(ValueError, match="not newer"):
+        history.append(pod_event(5))
+
+
+def test_an_eviction_that_splits_a_transaction_makes_its_rv_the_oldest_watchable() -> None:
+    # Watching from 5 would need both events at 6; one is gone, so 5 is too old now.
+    history = EventHistory(lower_bound=2, upper_bound=2, clock=FakeClock())
+    append_all(history, [shared_rv_event(6, "a"), shared_rv_event(6, "b"), pod_event(7)])
+    history.check_invariants()
+    assert rvs_of(history) == [6, 7]
+    assert history.oldest_watchable == 6
+    assert not history.can_serve(5)
+    with pytest.raises(ExpiredError, match=r"too old resource version: 5 \(6\)"):
+        history.events_after(5)
+    assert [e.resource_version for e in history.events_after(6)] == [7]
 
 
 def test_append_rejects_an_rv_not_newer_than_the_relist() -> None:
@@ -574,10 +607,12 @@ class Oracle:
         self.list_rv = 0
         self.last_rv = 0
         self.evicted_since_relist = False
+        self.evicted_rvs: list[int] = []
         self.increases = self.decreases = 0
 
     def append(self, rv: int, now: float) -> int:
-        if rv <= self.last_rv:
+        # Equal rvs: several keys of one transaction (never the relist's own rv).
+        if rv < self.last_rv or (rv == self.last_rv and rv == self.list_rv):
             raise ValueError("not newer")
         before = len(self.buffer)
         if len(self.buffer) == self.capacity:
@@ -590,8 +625,10 @@ class Oracle:
             elif now - quarter_oldest[1] > self.window and self.capacity > self.lower:
                 self.capacity = max(self.capacity // 2, self.lower)
                 self.decreases += 1
+                self.evicted_rvs += [r for r, _ in self.buffer[: len(self.buffer) - self.capacity]]
                 self.buffer = self.buffer[len(self.buffer) - self.capacity :]
             if len(self.buffer) == self.capacity:
+                self.evicted_rvs.append(self.buffer[0][0])
                 self.buffer = self.buffer[1:]
         evicted = before - len(self.buffer)
         if evicted:
@@ -604,11 +641,16 @@ class Oracle:
         self.buffer = []
         self.list_rv = self.last_rv = list_rv
         self.evicted_since_relist = False
+        self.evicted_rvs = []
 
     def oldest_watchable(self) -> int | None:
         if self.list_rv > 0 and not self.evicted_since_relist:
             return self.list_rv
-        return self.buffer[0][0] - 1 if self.buffer else None
+        if not self.buffer:
+            return None
+        first = self.buffer[0][0]
+        # A watch from below ``first`` would miss the evicted events that shared ``first``.
+        return first if first in self.evicted_rvs else first - 1
 
     def events_after(self, rv: int) -> list[int] | str:
         oldest = self.oldest_watchable()

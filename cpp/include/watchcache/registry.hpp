@@ -46,18 +46,24 @@ class BasicSnapshotRegistry {
 
   explicit BasicSnapshotRegistry(std::size_t budget_bytes = 0) : budget_(budget_bytes) {}
 
-  // rv must be > 0 and greater than every stored rv (std::invalid_argument otherwise).
+  // rv must be > 0 and not below any stored rv (std::invalid_argument otherwise). An rv
+  // equal to the newest replaces its snapshot: one etcd transaction can change several keys
+  // at one revision, and that revision's state is the one after all of them.
   void add(std::int64_t rv, Snapshot snap) {
-    {
-      std::lock_guard lock(mu_);
-      if (rv <= 0) throw std::invalid_argument("resource version must be positive, got " + std::to_string(rv));
-      if (!entries_.empty() && rv <= entries_.back().first)
-        throw std::invalid_argument("resource version " + std::to_string(rv) +
-                                    " is not greater than the newest stored " + std::to_string(entries_.back().first));
-      track_domain_locked(snap.domain().get(), +1);
+    std::optional<Snapshot> replaced;  // unpinned after the lock is released
+    std::lock_guard lock(mu_);
+    if (rv <= 0) throw std::invalid_argument("resource version must be positive, got " + std::to_string(rv));
+    if (!entries_.empty() && rv < entries_.back().first)
+      throw std::invalid_argument("resource version " + std::to_string(rv) +
+                                  " is below the newest stored " + std::to_string(entries_.back().first));
+    track_domain_locked(snap.domain().get(), +1);
+    if (!entries_.empty() && rv == entries_.back().first) {
+      track_domain_locked(entries_.back().second.domain().get(), -1);
+      replaced.emplace(std::exchange(entries_.back().second, std::move(snap)));
+    } else {
       entries_.emplace_back(rv, std::move(snap));
-      enforce_budget_locked();
     }
+    enforce_budget_locked();
   }
 
   std::optional<Snapshot> get(std::int64_t rv) const {
