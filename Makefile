@@ -8,15 +8,16 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Python packages the tests, linters and benchmarks use (the build tools are in pyproject).
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
-	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0'
+	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
+	'grpcio-tools==1.85.1' types-protobuf types-grpcio
 BENCH_ARGS ?=
 
-.PHONY: run test install venv test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache clean
+.PHONY: run test install venv etcd protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache clean
 
-run: install
+run: install etcd
 	$(PY) -m watchcache demo
 
-test: install test-cpp test-python lint
+test: install etcd test-cpp test-python lint
 
 $(VENV)/.deps-stamp: Makefile pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +25,16 @@ $(VENV)/.deps-stamp: Makefile pyproject.toml
 	touch $@
 
 venv: $(VENV)/.deps-stamp
+
+# etcd 3.5 (Debian trixie) and bookworm's 3.4.23 (for the version-safeguard test), unpacked
+# under .deps/ without touching the host's apt state.
+etcd:
+	./scripts/install-etcd.sh >/dev/null
+	./scripts/install-etcd.sh bookworm >/dev/null
+
+# Regenerates the committed etcd v3 protobuf modules under python/watchcache/etcd/proto.
+protos: venv
+	./scripts/gen-protos.sh
 
 # Editable install; the build dir is kept, so a rebuild only compiles what changed.
 install: venv
@@ -43,7 +54,7 @@ test-tsan:
 	cmake --build --preset tsan
 	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
 
-test-python: install
+test-python: install etcd
 	$(PY) -m pytest
 
 lint: venv

@@ -1,0 +1,1 @@
+"""etcd v3 access: protos, asyncio gRPC client, watch streams, version safeguard."""

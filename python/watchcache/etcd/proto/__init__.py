@@ -1,0 +1,1 @@
+"""Stripped etcd v3.5 protobuf definitions and their generated Python modules."""
