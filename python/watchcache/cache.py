@@ -62,6 +62,7 @@ from watchcache.errors import (
     WatchTerminatedError,
 )
 from watchcache.event import Event, EventType, bookmark_object, with_resource_version
+from watchcache.histogram import READ_WAIT_BUCKETS, Histogram
 from watchcache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
 from watchcache.options import ListOptions, WatchOptions, parse_resource_version
 from watchcache.planner import (
@@ -138,13 +139,9 @@ class CacheStats:
     lists: dict[str, int] = field(default_factory=dict)  # per source
     list_returned_objects: int = 0
     consistent_reads: dict[tuple[bool, str], int] = field(default_factory=dict)
-    read_waits: list[float] = field(default_factory=list)  # seconds, reads that waited
+    # apiserver_watch_cache_read_wait_seconds: reads that had to wait for freshness.
+    read_wait: Histogram = field(default_factory=lambda: Histogram(READ_WAIT_BUCKETS))
     initializations: int = 0
-
-    def record_wait(self, seconds: float) -> None:
-        if len(self.read_waits) >= 10_000:
-            del self.read_waits[:5_000]
-        self.read_waits.append(seconds)
 
 
 class WatchCache:
@@ -439,7 +436,7 @@ class WatchCache:
         finally:
             self._waiting_changed(-1)
             waited = self._clock() - start
-            self.stats.record_wait(waited)
+            self.stats.read_wait.observe(waited)
         return waited
 
     def _waiting_changed(self, delta: int) -> None:

@@ -69,3 +69,14 @@ def names(items: Any) -> list[str]:
 
 def rv_of(value: bytes) -> int:
     return int(json.loads(value)["metadata"]["resourceVersion"])
+
+
+def pod_value(
+    namespace: str, name: str, labels: Mapping[str, str] | None = None, node: str = ""
+) -> bytes:
+    """A pod's JSON as a client stores it in etcd (no resourceVersion: etcd's revision is)."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    body = {"kind": "Pod", "apiVersion": "v1", "metadata": metadata, "spec": {"nodeName": node}}
+    return json.dumps(body, separators=(",", ":")).encode()
