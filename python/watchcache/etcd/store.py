@@ -1,0 +1,155 @@
+"""The planner's etcd backend: LISTs the cache cannot or must not serve, read from etcd the
+way Kubernetes' etcd3 store reads them (SEMANTICS.md §6).
+
+- Revision: pinned for Exact reads and continuations, else the first Range's header
+  revision, which then pins every further internal page of the same request.
+- Paging: one Range of ``limit`` keys; when a selector filters items out, more Ranges
+  follow from the last examined key, doubling the page up to 10,000 (Kubernetes'
+  over-fetching), until the page is full or the prefix ends.
+- Continue tokens are encoded against the prefix *with* its "/" (the etcd3 store's
+  ``preparedKey``), so ``start`` has no leading slash; the cache's tokens have one. Both
+  decode to the same key (SEMANTICS.md §1.4).
+- Errors: a compacted revision is 410 — with the inconsistent-continue token when the
+  client sent a continue token —, a future revision 504 with the current revision,
+  an unreachable etcd 504 ServerTimeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from watchcache._core import Item
+from watchcache.errors import (
+    InternalError,
+    ServerTimeoutError,
+    TooLargeResourceVersionError,
+)
+from watchcache.etcd.client import (
+    CompactedError,
+    EtcdClient,
+    EtcdError,
+    EtcdUnavailableError,
+    FutureRevisionError,
+    prefix_range_end,
+)
+from watchcache.objects import ObjectCodec, ObjectDecodeError
+from watchcache.planner import ListResult, Source, StoreListRequest, expired_continuation
+from watchcache.tokens import next_page_token
+
+#: Kubernetes' ``maxLimit``: internal pages never grow beyond this.
+MAX_PAGE = 10_000
+
+
+class EtcdStore:
+    """:class:`~watchcache.planner.BackingStore` over etcd for one key prefix.
+
+    ``consistent_reads``: whether progress notifications can be trusted (the version
+    safeguard's verdict, asked at every read since it starts unknown).
+    """
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        prefix: str,
+        *,
+        codec: ObjectCodec | None = None,
+        consistent_reads: Callable[[], bool] = lambda: False,
+    ) -> None:
+        if not prefix.endswith("/"):
+            raise ValueError(f"the key prefix must end with '/', got {prefix!r}")
+        self.client = client
+        self.prefix = prefix
+        self.codec = codec or ObjectCodec()
+        self._consistent_reads = consistent_reads
+        # Kubernetes reads the current revision at the prefix without its "/": a key that
+        # normally does not exist, so the answer is just the header.
+        self._revision_key = prefix[:-1].encode()
+        self.lists = 0
+        self.ranges = 0
+
+    @property
+    def consistent_reads_supported(self) -> bool:
+        return self._consistent_reads()
+
+    async def current_resource_version(self) -> int:
+        try:
+            return await self.client.current_revision(self._revision_key)
+        except EtcdUnavailableError as error:
+            raise ServerTimeoutError.timeout(str(error)) from error
+        except EtcdError as error:
+            raise InternalError.wrap(error) from error
+
+    async def list(self, request: StoreListRequest) -> ListResult:
+        self.lists += 1
+        start = (request.start_key or request.key_prefix).encode()
+        try:
+            return await self._list(request, start)
+        except CompactedError:
+            if request.continued and request.start_key is not None:
+                raise expired_continuation(request.start_key, request.key_prefix) from None
+            raise
+        except FutureRevisionError:
+            current = 0
+            with contextlib.suppress(EtcdError):
+                current = await self.client.current_revision(self._revision_key)
+            raise TooLargeResourceVersionError(
+                minimum=request.revision, current=current, retry_after_seconds=0
+            ) from None
+        except EtcdUnavailableError as error:
+            raise ServerTimeoutError.timeout(str(error)) from error
+        except EtcdError as error:
+            raise InternalError.wrap(error) from error
+
+    async def _list(self, request: StoreListRequest, start: bytes) -> ListResult:
+        end = prefix_range_end(request.key_prefix.encode())
+        limit = request.limit
+        selector = request.selector
+        revision = request.revision
+        page = limit
+        items: list[Item] = []
+        last_key = b""
+        count = 0
+        while True:
+            response = await self.client.range(start, end, revision=revision, limit=page)
+            self.ranges += 1
+            if revision == 0:
+                revision = int(response.header.revision)
+                if request.minimum > revision:
+                    raise TooLargeResourceVersionError(
+                        minimum=request.minimum, current=revision, retry_after_seconds=0
+                    )
+            kvs = response.kvs
+            count = int(response.count)
+            has_more = len(kvs) < count
+            if not kvs and has_more:
+                raise EtcdError(
+                    "no results were found, but etcd indicated there were more values remaining"
+                )
+            for kv in kvs:
+                if limit and len(items) >= limit:
+                    has_more = True
+                    break
+                last_key = kv.key
+                item = self._decode(kv.key, kv.value, int(kv.mod_revision))
+                if selector is None or selector.matches_item(item):
+                    items.append(item)
+            if not has_more or not limit or len(items) >= limit:
+                break
+            if page < MAX_PAGE:
+                page = min(page * 2, MAX_PAGE)
+            start = last_key + b"\0"
+        token = ""
+        remaining: int | None = None
+        if has_more:
+            token = next_page_token(last_key.decode(), request.key_prefix, revision)
+            if selector is None:
+                remaining = count - limit
+        return ListResult(items, revision, token, remaining, Source.STORE)
+
+    def _decode(self, key: bytes, value: bytes, revision: int) -> Item:
+        try:
+            return self.codec.decode(key.decode(), value, revision)
+        except (ObjectDecodeError, UnicodeDecodeError) as error:
+            # Kubernetes aborts a LIST on an object it cannot decode.
+            raise InternalError.wrap(error) from error
