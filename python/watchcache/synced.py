@@ -5,8 +5,11 @@ the :class:`~watchcache.etcd.store.EtcdStore` the planner delegates to, the
 :class:`~watchcache.reflector.Reflector` that fills the cache, the
 :class:`~watchcache.freshness.ProgressRequester` that consistent reads wake, and
 optionally a :class:`~watchcache.consistency.ConsistencyChecker`. Consistent reads are
-served from the cache only while ``consistent_reads()`` says etcd's progress notifications
-can be trusted (the version safeguard); otherwise they go to etcd.
+served from the cache only while the version safeguard
+(:class:`~watchcache.etcd.version.ProgressRequestSupport`, shared by every resource on the
+same etcd) says etcd's progress notifications can be trusted; otherwise they go to etcd.
+``mode`` is the user's wish: AUTO follows the verdict, FORCE refuses to start on an etcd
+that fails it (UnsafeEtcdVersionError), OFF always reads etcd.
 
     async with EtcdClient(["127.0.0.1:2379"]) as client:
         pods = SyncedCache(client, "/registry/pods/", resource="pods", kind="Pod")
@@ -20,16 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 from watchcache.cache import WatchCache
 from watchcache.consistency import ConsistencyChecker
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.store import EtcdStore
+from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.freshness import ProgressRequester
 from watchcache.objects import ObjectCodec
 from watchcache.reflector import Reflector
+
+#: How long start() waits, after the first list, for the etcd version verdict.
+VERSION_CHECK_GRACE_SECONDS = 5.0
 
 
 class SyncedCache:
@@ -45,13 +51,19 @@ class SyncedCache:
         group: str = "",
         api_version: str = "v1",
         codec: ObjectCodec | None = None,
-        consistent_reads: Callable[[], bool] = lambda: True,
+        mode: ConsistentReadsMode = ConsistentReadsMode.AUTO,
+        support: ProgressRequestSupport | None = None,
         check_consistency_every: float | None = None,
         **cache_options: Any,
     ) -> None:
         self.client = client
         self.codec = codec or ObjectCodec()
-        self._consistent_reads = consistent_reads
+        self.mode = mode
+        self.support = support or ProgressRequestSupport()
+
+        def consistent_reads() -> bool:
+            return self.support.enabled(mode)
+
         self.store = EtcdStore(client, prefix, codec=self.codec, consistent_reads=consistent_reads)
         self.cache = WatchCache(
             prefix,
@@ -69,7 +81,7 @@ class SyncedCache:
         self.cache.add_wait_listener(self.requester.waiting_changed)
         self.checker = ConsistencyChecker(client, self.cache)
         self.check_consistency_every = check_consistency_every
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks: list[asyncio.Task[Any]] = []
 
     @property
     def prefix(self) -> str:
@@ -79,13 +91,34 @@ class SyncedCache:
         """Start syncing; with ``wait``, return once the first list is in the cache."""
         if self._tasks:
             return
-        self._tasks.append(
-            asyncio.create_task(self.reflector.run(), name=f"reflector {self.prefix}")
-        )
+        if self.mode is ConsistentReadsMode.FORCE:
+            await self.support.verify(self.client, self.mode)
+        versions: asyncio.Task[bool] | None = None
+        if self.mode is ConsistentReadsMode.AUTO:
+            versions = asyncio.create_task(self.support.verify(self.client, self.mode))
+            self._tasks.append(versions)
+        run = asyncio.create_task(self.reflector.run(), name=f"reflector {self.prefix}")
+        self._tasks.append(run)
         if self.check_consistency_every:
             self._tasks.append(asyncio.create_task(self.checker.run(self.check_consistency_every)))
         if wait:
-            await self.reflector.wait_synced(timeout)
+            synced = asyncio.create_task(self.reflector.synced.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {run, synced}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                synced.cancel()
+            if run in done:
+                # The reflector only ends on its own by a bug: report it, don't wait forever.
+                run.result()
+                raise RuntimeError(f"the reflector of {self.prefix} ended before its first list")
+            if not done:
+                raise TimeoutError(f"{self.prefix} was not listed from etcd within {timeout} s")
+            if versions is not None:
+                # Usually answered long before the list; a member that does not answer
+                # keeps consistent reads on etcd until it does, without holding up start.
+                await asyncio.wait({versions}, timeout=VERSION_CHECK_GRACE_SECONDS)
 
     async def stop(self) -> None:
         """Stop syncing; the cache stops (reads get 429, watchers end)."""

@@ -15,6 +15,7 @@ from watchcache.errors import ExpiredError, WatchTerminatedError
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
+from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.event import EventType
 from watchcache.objects import ObjectCodec
 from watchcache.options import ListOptions, ResourceVersionMatch, WatchOptions
@@ -123,7 +124,7 @@ async def test_progress_requests_advance_an_idle_cache(
 async def test_consistent_reads_go_to_etcd_when_the_safeguard_says_no(
     client: EtcdClient,
 ) -> None:
-    synced = SyncedCache(client, PREFIX, kind="Pod", consistent_reads=lambda: False)
+    synced = SyncedCache(client, PREFIX, kind="Pod", mode=ConsistentReadsMode.OFF)
     try:
         await synced.start()
         rv = await put_pod(client, "a", "p1")

@@ -8,6 +8,7 @@ Every process is tracked by its PID and stopped by it; a cluster member can be k
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -61,6 +63,18 @@ def find_etcd_binary(suite: str = "trixie", *, install: bool = True) -> Path:
     raise EtcdProcessError(
         f"no etcd binary for {suite!r}: run scripts/install-etcd.sh or set ${ETCD_BINARY_ENV}"
     )
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the forked child: ask Linux for SIGKILL when the parent goes away."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def free_ports(count: int) -> list[int]:
@@ -145,6 +159,10 @@ class EtcdMember:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_path or self.data_dir.parent / f"{self.name}.log"
+        # From the main thread, etcd also dies with this process (even on SIGKILL), so a
+        # killed test run or server leaves no orphan. Not from other threads: the signal
+        # follows the *thread* that started the child, and pool threads come and go.
+        on_main_thread = threading.current_thread() is threading.main_thread()
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 self.command(),
@@ -152,6 +170,7 @@ class EtcdMember:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if on_main_thread else None,  # noqa: PLW1509
             )
 
     def stop(self, *, kill: bool = False, timeout: float = 10.0) -> None:
