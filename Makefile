@@ -12,7 +12,7 @@ DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'grpcio-tools==1.85.1' types-protobuf types-grpcio
 BENCH_ARGS ?=
 
-.PHONY: run test install venv etcd protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache clean
+.PHONY: run test install venv etcd protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd clean
 
 run: install etcd
 	$(PY) -m watchcache demo
@@ -65,13 +65,14 @@ lint: venv
 
 # Microbenchmarks side by side with SortedDict, dict and immutables.Map; the report goes
 # into bench/README.md. `make bench-quick` runs the short mode (100k keys).
-bench: install
+bench: install etcd
 	mkdir -p bench/results
 	$(PY) -m pytest bench --benchmark-only --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
 	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
 	$(PY) bench/memory.py --n 1000000 --json bench/results/memory.json
 	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
 	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
+	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
 
 bench-quick: install
 	mkdir -p bench/results
@@ -84,6 +85,11 @@ bench-quick: install
 bench-cache: install
 	mkdir -p bench/results
 	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
+
+# etcd scenarios (consistent reads, pagination vs etcd, initial sync) against a real etcd.
+bench-etcd: install etcd
+	mkdir -p bench/results
+	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
 
 bench-native:
 	cmake --preset bench >/dev/null
