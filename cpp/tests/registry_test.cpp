@@ -259,9 +259,6 @@ TEST_F(RegistryTest, RegistryOutlivesTheTree) {
   EXPECT_EQ(live_bytes(), 0);
 }
 
-}  // namespace
-}  // namespace watchcache
-
 TEST_F(RegistryTest, AddAtTheNewestVersionReplacesItsSnapshot) {
   // Several keys written by one etcd transaction share a revision; the registry keeps the
   // state after the last of them and releases the intermediate one.
@@ -277,3 +274,6 @@ TEST_F(RegistryTest, AddAtTheNewestVersionReplacesItsSnapshot) {
   reg.add(6, tagged(tree, 6));
   EXPECT_EQ(reg.resource_versions(), (std::vector<std::int64_t>{5, 6}));
 }
+
+}  // namespace
+}  // namespace watchcache
