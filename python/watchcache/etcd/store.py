@@ -9,9 +9,9 @@ way Kubernetes' etcd3 store reads them (SEMANTICS.md §6).
 - Continue tokens are encoded against the prefix *with* its "/" (the etcd3 store's
   ``preparedKey``), so ``start`` has no leading slash; the cache's tokens have one. Both
   decode to the same key (SEMANTICS.md §1.4).
-- Errors: a compacted revision is 410 — with the inconsistent-continue token when the
-  client sent a continue token —, a future revision 504 with the current revision,
-  an unreachable etcd 504 ServerTimeout.
+- Errors: a compacted revision is 410 — with the inconsistent-continue token (rv -1, at
+  the start of the Range that failed) when the client sent a continue token —, a future
+  revision 504 with the current revision, an unreachable etcd 504 ServerTimeout.
 """
 
 from __future__ import annotations
@@ -85,10 +85,6 @@ class EtcdStore:
         start = (request.start_key or request.key_prefix).encode()
         try:
             return await self._list(request, start)
-        except CompactedError:
-            if request.continued and request.start_key is not None:
-                raise expired_continuation(request.start_key, request.key_prefix) from None
-            raise
         except FutureRevisionError:
             current = 0
             with contextlib.suppress(EtcdError):
@@ -111,7 +107,15 @@ class EtcdStore:
         last_key = b""
         count = 0
         while True:
-            response = await self.client.range(start, end, revision=revision, limit=page)
+            try:
+                response = await self.client.range(start, end, revision=revision, limit=page)
+            except CompactedError:
+                if request.continued:
+                    # Kubernetes resumes the rv=-1 token where the failing Range started:
+                    # the client's start key, or the current internal page when a selector
+                    # made this request read several (SEMANTICS.md §1.7, §10 item 7).
+                    raise expired_continuation(start.decode(), request.key_prefix) from None
+                raise
             self.ranges += 1
             if revision == 0:
                 revision = int(response.header.revision)
