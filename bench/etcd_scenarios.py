@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -270,8 +271,6 @@ async def sync_child(endpoint: str) -> dict[str, float]:
         t = time.perf_counter()
         await pods.start(timeout=600)
         seconds = time.perf_counter() - t
-        import gc
-
         gc.collect()
         after, peak = rss()
         items = len(pods.cache)
