@@ -9,15 +9,20 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
-	'grpcio-tools==1.85.1' types-protobuf types-grpcio
+	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=34'
 BENCH_ARGS ?=
 
-.PHONY: run test install venv etcd protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd clean
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd clean
 
+# The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
+# on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
 run: install etcd
+	$(PY) -m watchcache serve --demo-configmaps 10000
+
+demo: install
 	$(PY) -m watchcache demo
 
-test: install etcd test-cpp test-python lint
+test: install etcd kubectl test-cpp test-python lint
 
 $(VENV)/.deps-stamp: Makefile pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +36,11 @@ venv: $(VENV)/.deps-stamp
 etcd:
 	./scripts/install-etcd.sh >/dev/null
 	./scripts/install-etcd.sh bookworm >/dev/null
+
+# kubectl 1.20.2 (Debian bookworm's kubernetes-client) in .deps/kubectl/bin, for the tests
+# that drive the apiserver with a real client; the host's kubectl, if any, is not used.
+kubectl:
+	./scripts/install-kubectl.sh >/dev/null
 
 # Regenerates the committed etcd v3 protobuf modules under python/watchcache/etcd/proto.
 protos: venv
@@ -54,7 +64,7 @@ test-tsan:
 	cmake --build --preset tsan
 	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
 
-test-python: install etcd
+test-python: install etcd kubectl
 	$(PY) -m pytest
 
 lint: venv
