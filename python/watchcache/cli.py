@@ -4,17 +4,25 @@
 (argparse's own exits, such as ``--help`` or a usage error, are returned too, not raised),
 so tests call it like a function. Each subcommand registers itself in ``build_parser``
 with a handler ``(args) -> int`` that maps the parsed options onto its module's entry
-point; the modules themselves know nothing of argparse. Today: ``demo``; later
-issues add ``serve``, ``load``, ``bench`` and ``status`` the same way.
+point; the modules themselves know nothing of argparse: ``demo``, ``serve`` (the
+apiserver, on its own etcd by default) and ``load`` (objects straight into etcd).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from watchcache import demo
+from watchcache.apiserver import serve
+from watchcache.apiserver.app import DEFAULT_MAX_LIMIT
+from watchcache.apiserver.resources import DEFAULT_RESOURCES, select_resources
+from watchcache.etcd.client import EtcdError
+from watchcache.etcd.process import EtcdProcessError
+from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -38,6 +46,58 @@ def run_demo(args: argparse.Namespace) -> int:
             value_bytes=args.value_bytes,
             writes=args.writes,
             snapshot_every=args.snapshot_every,
+        )
+    )
+
+
+def endpoints(text: str) -> list[str]:
+    """argparse type: comma-separated etcd endpoints (``host:port`` or ``http://host:port``)."""
+    found = [e.strip() for e in text.split(",") if e.strip()]
+    if not found:
+        raise argparse.ArgumentTypeError("no etcd endpoint given")
+    return found
+
+
+def resource_list(text: str) -> tuple[object, ...]:
+    try:
+        return select_resources(text.split(","))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def port_number(text: str) -> int:
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
+    return value
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    options = serve.ServeOptions(
+        etcd=args.etcd or (),
+        host=args.host,
+        port=args.port,
+        resources=args.resources,
+        demo_configmaps=args.demo_configmaps,
+        max_limit=args.max_limit,
+        consistent_reads=ConsistentReadsMode(args.consistent_reads),
+        log_level=args.log_level,
+    )
+    if args.data_dir:
+        options.data_dir = args.data_dir
+    return serve.run(options)
+
+
+def run_load(args: argparse.Namespace) -> int:
+    (spec,) = select_resources([args.resource])
+    return serve.run_load(
+        serve.LoadOptions(
+            etcd=args.etcd or (),
+            resource=spec,
+            count=args.count,
+            size=args.size,
+            namespaces=args.namespaces,
+            data_dir=args.data_dir or serve.default_data_dir(),
         )
     )
 
@@ -67,6 +127,53 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot-every", type=positive_int, default=10, help="writes per snapshot (10)"
     )
     demo_cmd.set_defaults(handler=run_demo)
+
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="run the Kubernetes-style apiserver (on its own etcd unless --etcd is given)",
+        description="Serve core/v1 resources from watch caches synced with etcd. Without "
+        "--etcd, starts an etcd of its own (data in the user data folder) and stops it on exit.",
+    )
+    serve_cmd.add_argument("--etcd", type=endpoints, help="etcd endpoints, comma-separated")
+    serve_cmd.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
+    serve_cmd.add_argument("--port", type=port_number, default=8080, help="listen port (8080)")
+    serve_cmd.add_argument(
+        "--resources",
+        type=resource_list,
+        default=DEFAULT_RESOURCES,
+        help="comma-separated: configmaps,secrets,pods,namespaces (all)",
+    )
+    serve_cmd.add_argument("--data-dir", type=Path, help="embedded etcd data folder")
+    serve_cmd.add_argument(
+        "--demo-configmaps", type=int, default=0, help="load this many configmaps on first run"
+    )
+    serve_cmd.add_argument(
+        "--max-limit", type=positive_int, default=DEFAULT_MAX_LIMIT, help="largest page"
+    )
+    serve_cmd.add_argument(
+        "--consistent-reads",
+        choices=[m.value for m in ConsistentReadsMode],
+        default=ConsistentReadsMode.AUTO.value,
+        help="serve consistent LISTs from the cache: auto (if etcd allows), force, off",
+    )
+    serve_cmd.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    serve_cmd.set_defaults(handler=run_serve)
+
+    load_cmd = commands.add_parser(
+        "load",
+        help="write many objects straight into etcd, as the apiserver stores them",
+        description="Create N configmaps or secrets of about SIZE bytes over K namespaces "
+        "(demo-0..K-1) with transactions of 128 puts; existing objects are left alone.",
+    )
+    load_cmd.add_argument("--etcd", type=endpoints, help="etcd endpoints (default: embedded)")
+    load_cmd.add_argument("--resource", default="configmaps", choices=["configmaps", "secrets"])
+    load_cmd.add_argument("--count", type=positive_int, required=True)
+    load_cmd.add_argument("--size", type=positive_int, default=1024, help="bytes per object")
+    load_cmd.add_argument("--namespaces", type=positive_int, default=1)
+    load_cmd.add_argument("--data-dir", type=Path, help="embedded etcd data folder")
+    load_cmd.set_defaults(handler=run_load)
     return parser
 
 
@@ -77,4 +184,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed by argparse
         return exc.code if isinstance(exc.code, int) else 1
     handler: Handler = args.handler
-    return handler(args)
+    try:
+        return handler(args)
+    except (EtcdProcessError, EtcdError, UnsafeEtcdVersionError, OSError) as error:
+        # Expected operational failures: a clear line, not a traceback.
+        print(f"watchcache {args.command}: error: {error}", file=sys.stderr)
+        return 1

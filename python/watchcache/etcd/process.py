@@ -225,14 +225,17 @@ class EtcdCluster:
         base_dir: Path | None = None,
         extra_args: Sequence[str] = (),
         start_timeout: float = 30.0,
+        ports: Sequence[int] | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("an etcd cluster needs at least one member")
+        if ports is not None and len(ports) != 2 * size:
+            raise ValueError(f"{size} members need {2 * size} ports (client, peer each)")
         self.binary = binary or find_etcd_binary(suite)
         self._own_dir = base_dir is None
         self.base_dir = base_dir or Path(tempfile.mkdtemp(prefix="watchcache-etcd-"))
         self.start_timeout = start_timeout
-        ports = free_ports(2 * size)
+        ports = list(ports) if ports is not None else free_ports(2 * size)
         token = f"watchcache-{os.getpid()}-{ports[0]}"
         self.members = [
             EtcdMember(
@@ -299,3 +302,40 @@ class EtcdCluster:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def embedded_etcd(data_dir: Path, *, reuse_running: bool = False) -> EtcdCluster:
+    """One etcd member whose data lives in ``data_dir`` across runs (``watchcache serve``
+    without ``--etcd``). Its ports are picked once and kept in ``data_dir/ports``: etcd
+    records its peer URL in the data, so a restart must listen where it did before.
+    ``reuse_running``: the ports may be in use by that same etcd (a ``load`` while a
+    ``serve`` runs); the caller checks ``healthy()`` before starting it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ports_file = data_dir / "ports"
+    ports: list[int] | None = None
+    with contextlib.suppress(OSError, ValueError):
+        ports = [int(p) for p in ports_file.read_text().split()]
+    if ports is not None and len(ports) == 2 and reuse_running:
+        return EtcdCluster(1, base_dir=data_dir, ports=ports)
+    if ports is None or len(ports) != 2 or not _bindable(ports):
+        if (data_dir / "m0.etcd").exists() and ports is not None:
+            raise EtcdProcessError(
+                f"the embedded etcd's ports {ports} are in use (another watchcache serve on "
+                f"{data_dir}?)"
+            )
+        ports = free_ports(2)
+        ports_file.write_text(f"{ports[0]} {ports[1]}\n")
+    return EtcdCluster(1, base_dir=data_dir, ports=ports)
+
+
+def _bindable(ports: Sequence[int]) -> bool:
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As etcd's own listeners do, so connections in TIME_WAIT from its last run
+            # do not count as "in use".
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True

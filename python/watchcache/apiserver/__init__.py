@@ -1,0 +1,1 @@
+"""A Kubernetes-style apiserver (ASGI, Starlette) over watch caches synced from etcd."""

@@ -1,0 +1,406 @@
+"""The ASGI apiserver: Kubernetes' core/v1 routes for the configured resources.
+
+Reads (list, get, watch) are served by each resource's :class:`SyncedCache`; writes go to
+etcd through :class:`~watchcache.apiserver.storage.ObjectStore` and come back through the
+watch. Every failure is a ``metav1.Status`` with its HTTP code; watch errors that happen
+after the stream started (and 410s, which kubectl needs in the stream) are ``ERROR``
+events. List and get answer a ``meta.k8s.io/v1`` Table when the Accept header asks for one
+(``kubectl get``).
+
+:class:`ApiServer` owns the caches; :meth:`ApiServer.app` is a Starlette app that can be
+mounted in any ASGI app (its lifespan starts and stops the caches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import random
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from watchcache import metrics
+from watchcache.apiserver import discovery, tables
+from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
+from watchcache.apiserver.storage import ObjectStore
+from watchcache.errors import (
+    BadRequestError,
+    InternalError,
+    NotFoundError,
+    ServerTimeoutError,
+    StatusError,
+    WatchTerminatedError,
+)
+from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
+from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
+from watchcache.options import ListOptions, WatchOptions, parse_query
+from watchcache.synced import SyncedCache
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+#: Kubernetes' --min-request-timeout: a watch without timeoutSeconds ends after a random
+#: 30-60 minutes, so long-lived clients spread their re-watches.
+MIN_REQUEST_TIMEOUT_SECONDS = 1800
+#: The largest page served; a larger ``limit`` gets this many and a continue token.
+DEFAULT_MAX_LIMIT = 10_000
+
+
+class ApiServer:
+    """Serves ``resources`` from watch caches synced with the etcd behind ``client``."""
+
+    def __init__(
+        self,
+        client: EtcdClient,
+        resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
+        *,
+        max_limit: int = DEFAULT_MAX_LIMIT,
+        consistent_reads: ConsistentReadsMode = ConsistentReadsMode.AUTO,
+        min_request_timeout: int = MIN_REQUEST_TIMEOUT_SECONDS,
+        **cache_options: Any,
+    ) -> None:
+        self.client = client
+        self.resources = {spec.name: spec for spec in resources}
+        self.max_limit = max_limit
+        self.min_request_timeout = min_request_timeout
+        self.support = ProgressRequestSupport()
+        self.caches: dict[str, SyncedCache] = {}
+        self.stores: dict[str, ObjectStore] = {}
+        namespace_exists = self._namespace_exists if "namespaces" in self.resources else None
+        for spec in resources:
+            self.caches[spec.name] = SyncedCache(
+                client,
+                spec.prefix,
+                resource=spec.name,
+                kind=spec.kind,
+                group=spec.group,
+                api_version=spec.api_version,
+                codec=spec.codec(),
+                mode=consistent_reads,
+                support=self.support,
+                **cache_options,
+            )
+            self.stores[spec.name] = ObjectStore(client, spec, namespace_exists=namespace_exists)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self, *, timeout: float | None = 120.0) -> None:
+        await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(c.stop() for c in self.caches.values()))
+
+    @property
+    def ready(self) -> bool:
+        return all(c.cache.ready for c in self.caches.values())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        await self.start()
+        try:
+            yield
+        finally:
+            await self.stop()
+
+    def app(self, *, manage_lifecycle: bool = True) -> Starlette:
+        """The ASGI app. With ``manage_lifecycle`` its lifespan starts and stops the caches;
+        without, the caller does (e.g. when several apps share one server)."""
+        routes = [
+            Route("/version", self._version),
+            Route("/api", self._api),
+            Route("/apis", self._apis),
+            Route("/api/v1", self._api_v1),
+            Route("/healthz", self._healthz),
+            Route("/livez", self._healthz),
+            Route("/readyz", self._readyz),
+            Route("/metrics", self._metrics),
+            Route("/openapi/v2", self._openapi_v2),
+            Route("/api/v1/namespaces/{namespace}/{resource}/{name}", self._item, methods=_ITEM),
+            Route("/api/v1/namespaces/{namespace}/{resource}", self._collection, methods=_COLL),
+            Route("/api/v1/{resource}/{name}", self._cluster_item, methods=_ITEM),
+            Route("/api/v1/{resource}", self._cluster_collection, methods=_COLL),
+        ]
+        return Starlette(
+            routes=routes,
+            lifespan=self.lifespan if manage_lifecycle else None,
+            exception_handlers={404: self._not_found, 405: self._method_not_allowed},
+        )
+
+    # -- discovery and health ---------------------------------------------------------------
+
+    async def _version(self, _request: Request) -> Response:
+        return _json(discovery.version_info_json())
+
+    async def _api(self, request: Request) -> Response:
+        host = request.headers.get("host", "")
+        return _json(discovery.api_versions_json(host))
+
+    async def _apis(self, _request: Request) -> Response:
+        return _json(discovery.api_group_list_json())
+
+    async def _api_v1(self, _request: Request) -> Response:
+        return _json(discovery.api_resource_list_json(list(self.resources.values())))
+
+    async def _healthz(self, _request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def _readyz(self, _request: Request) -> Response:
+        waiting = [name for name, c in self.caches.items() if not c.cache.ready]
+        if waiting:
+            return PlainTextResponse(
+                f"not ready: caches not synced: {', '.join(waiting)}\n", status_code=500
+            )
+        return PlainTextResponse("ok")
+
+    async def _metrics(self, _request: Request) -> Response:
+        return PlainTextResponse(
+            metrics.render(self.caches.values()),
+            media_type="text/plain; version=0.0.4; charset=utf-8",
+        )
+
+    async def _openapi_v2(self, _request: Request) -> Response:
+        # kubectl create/apply fetch the schema as protobuf before writing; an empty
+        # Document (no definitions) makes them skip client-side validation (KUBECTL.md §1.8).
+        return Response(b"\x0a\x032.0", media_type="application/octet-stream")
+
+    async def _not_found(self, _request: Request, _exc: Exception) -> Response:
+        return _status_response(NotFoundError("the server could not find the requested resource"))
+
+    async def _method_not_allowed(self, _request: Request, _exc: Exception) -> Response:
+        return _status_response(_MethodNotAllowed())
+
+    # -- routing ----------------------------------------------------------------------------
+
+    def _resource(self, request: Request, *, namespaced_path: bool) -> ResourceSpec:
+        spec = self.resources.get(request.path_params["resource"])
+        if spec is None or (namespaced_path and not spec.namespaced):
+            raise NotFoundError("the server could not find the requested resource")
+        return spec
+
+    async def _collection(self, request: Request) -> Response:
+        return await _guard(self._serve_collection(request, request.path_params["namespace"]))
+
+    async def _cluster_collection(self, request: Request) -> Response:
+        return await _guard(self._serve_collection(request, None))
+
+    async def _item(self, request: Request) -> Response:
+        return await _guard(self._serve_item(request, request.path_params["namespace"]))
+
+    async def _cluster_item(self, request: Request) -> Response:
+        return await _guard(self._serve_item(request, None))
+
+    async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
+        spec = self._resource(request, namespaced_path=namespace is not None)
+        if request.method == "POST":
+            if spec.namespaced and namespace is None:
+                raise _MethodNotAllowed()
+            body = await request.body()
+            created = await self.stores[spec.name].create(namespace or "", body)
+            return _json(created, status=201)
+        opts = parse_query(_query(request))
+        if isinstance(opts, WatchOptions):
+            return await self._watch(request, spec, namespace or "", opts)
+        return await self._list(request, spec, namespace or "", opts)
+
+    async def _serve_item(self, request: Request, namespace: str | None) -> Response:
+        spec = self._resource(request, namespaced_path=namespace is not None)
+        if spec.namespaced and namespace is None:
+            # /api/v1/configmaps/x is not a route Kubernetes has.
+            raise NotFoundError("the server could not find the requested resource")
+        name = request.path_params["name"]
+        store = self.stores[spec.name]
+        ns = namespace or ""
+        method = request.method
+        if method == "GET":
+            return await self._get(request, spec, ns, name)
+        body = await request.body()
+        if method == "PUT":
+            return _json(await store.update(ns, name, body))
+        if method == "PATCH":
+            content_type = request.headers.get("content-type", "")
+            return _json(await store.patch(ns, name, content_type, body))
+        if method == "DELETE":
+            options = _delete_options(body, _query(request))
+            return _json(await store.delete(ns, name, options))
+        raise _MethodNotAllowed()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def _list(
+        self, request: Request, spec: ResourceSpec, namespace: str, opts: ListOptions
+    ) -> Response:
+        _check_fields(spec, opts.field_requirements)
+        if opts.limit > self.max_limit:
+            opts = dataclasses.replace(opts, limit=self.max_limit)
+        cache = self.caches[spec.name].cache
+        result = await cache.list(opts, prefix=spec.collection_prefix(namespace))
+        table = _table_request(request)
+        if table is not None:
+            body = tables.render_table(
+                spec,
+                (item.value for item in result.items),
+                list_meta=result.metadata(),
+                now=datetime.now(UTC),
+                version=table[0],
+                include_object=table[1],
+            )
+            return _json(body)
+        return _json(cache.render(result))
+
+    async def _get(
+        self, request: Request, spec: ResourceSpec, namespace: str, name: str
+    ) -> Response:
+        resource_version = dict(_query(request)).get("resourceVersion", "")
+        cache = self.caches[spec.name].cache
+        item = await cache.get(spec.key(namespace, name), resource_version)
+        table = _table_request(request)
+        if table is not None:
+            return _json(
+                tables.render_table(
+                    spec,
+                    [item.value],
+                    list_meta={"resourceVersion": str(item.mod_revision)},
+                    now=datetime.now(UTC),
+                    version=table[0],
+                    include_object=table[1],
+                )
+            )
+        return _json(item.value)
+
+    async def _watch(
+        self, request: Request, spec: ResourceSpec, namespace: str, opts: WatchOptions
+    ) -> Response:
+        _check_fields(spec, opts.field_requirements)
+        if opts.timeout_seconds is None:
+            timeout = int(self.min_request_timeout * (1 + random.random()))
+            opts = dataclasses.replace(opts, timeout_seconds=timeout)
+        cache = self.caches[spec.name].cache
+        watcher = cache.watch(opts, prefix=spec.collection_prefix(namespace))
+        table = _table_request(request)
+        first_error: bytes | None = None
+        try:
+            await watcher.start()
+        except StatusError as error:
+            if error.code in {400, 429}:
+                raise
+            # Kubernetes reports a watch that cannot start (410, 504...) inside a 200
+            # stream; kubectl drops the message of an HTTP error on a Table request.
+            first_error = error.watch_event() + b"\n"
+
+        async def lines() -> AsyncIterator[bytes]:
+            if first_error is not None:
+                yield first_error
+                return
+            columns_sent = False
+            try:
+                async for event in watcher:
+                    if table is not None and event.item is not None:
+                        yield tables.render_table_event(
+                            spec,
+                            str(event.type),
+                            event.object,
+                            now=datetime.now(UTC),
+                            with_columns=not columns_sent,
+                            version=table[0],
+                            include_object=table[1],
+                        )
+                        columns_sent = True
+                    else:
+                        yield event.to_json() + b"\n"
+            except WatchTerminatedError as ended:
+                # The cache ended this watch (relist, or it fell behind): close the stream;
+                # the client re-watches from the last rv it saw.
+                log.info("watch on %s ended: %s", spec.name, ended)
+            finally:
+                await watcher.aclose()
+
+        media = JSON if table is None else f"application/json;as=Table;v={table[0]};g=meta.k8s.io"
+        return StreamingResponse(lines(), media_type=media, headers={"Cache-Control": "no-cache"})
+
+    async def _namespace_exists(self, namespace: str) -> bool:
+        cache = self.caches["namespaces"].cache
+        try:
+            await cache.get(self.resources["namespaces"].key("", namespace), "")
+        except NotFoundError:
+            return False
+        return True
+
+
+_ITEM = ["GET", "PUT", "PATCH", "DELETE"]
+_COLL = ["GET", "POST"]
+
+
+class _MethodNotAllowed(StatusError):
+    code = 405
+    reason = "MethodNotAllowed"
+
+    def __init__(self) -> None:
+        super().__init__("the server does not allow this method on the requested resource")
+
+
+def _query(request: Request) -> list[tuple[str, str]]:
+    return urllib.parse.parse_qsl(request.url.query, keep_blank_values=True)
+
+
+def _check_fields(spec: ResourceSpec, requirements: Sequence[Any]) -> None:
+    for requirement in requirements:
+        if requirement.key not in spec.selectable_fields:
+            raise BadRequestError(f"field label not supported: {requirement.key}")
+
+
+def _delete_options(body: bytes, query: list[tuple[str, str]]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if body.strip():
+        try:
+            parsed = json.loads(body)
+        except ValueError as error:
+            raise BadRequestError(f"the DeleteOptions body is not valid JSON: {error}") from None
+        if not isinstance(parsed, dict):
+            raise BadRequestError("the DeleteOptions body must be a JSON object")
+        options.update(parsed)
+    for name, value in query:
+        options.setdefault(name, value)
+    return options
+
+
+def _table_request(request: Request) -> tuple[str, str] | None:
+    """``(Table version, includeObject)`` when the client asked for a Table, else None."""
+    version = tables.table_version(request.headers.get("accept", ""))
+    if version is None:
+        return None
+    include = dict(_query(request)).get("includeObject", "Metadata")
+    return version, include
+
+
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON)
+
+
+def _status_response(error: StatusError) -> Response:
+    return Response(
+        error.to_json(), status_code=error.code, media_type=JSON, headers=error.headers()
+    )
+
+
+async def _guard(handler: Awaitable[Response]) -> Response:
+    """Every failure as a Status: ours as they are, etcd being unreachable as a 504,
+    anything else as a 500 (logged: it is a bug)."""
+    try:
+        return await handler
+    except StatusError as error:
+        return _status_response(error)
+    except EtcdUnavailableError as error:
+        return _status_response(ServerTimeoutError.timeout(str(error)))
+    except Exception as error:
+        log.exception("internal error")
+        return _status_response(InternalError.wrap(error))
