@@ -12,7 +12,7 @@ DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=34'
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd clean
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd bench-apiserver clean
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -83,6 +83,7 @@ bench: install etcd
 	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
 	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
 	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
+	$(PY) bench/apiserver_scenarios.py --json bench/results/apiserver.json --readme bench/README.md
 
 bench-quick: install
 	mkdir -p bench/results
@@ -100,6 +101,11 @@ bench-cache: install
 bench-etcd: install etcd
 	mkdir -p bench/results
 	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
+
+# apiserver scenarios over HTTP (selector LIST, pagination vs etcd, watch fan-out).
+bench-apiserver: install etcd
+	mkdir -p bench/results
+	$(PY) bench/apiserver_scenarios.py --json bench/results/apiserver.json --readme bench/README.md
 
 bench-native:
 	cmake --preset bench >/dev/null
