@@ -5,7 +5,8 @@
 so tests call it like a function. Each subcommand registers itself in ``build_parser``
 with a handler ``(args) -> int`` that maps the parsed options onto its module's entry
 point; the modules themselves know nothing of argparse: ``demo``, ``serve`` (the
-apiserver, on its own etcd by default) and ``load`` (objects straight into etcd).
+apiserver, on its own etcd by default), ``load`` (objects straight into etcd) and
+``status`` (a running server's caches).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from watchcache import demo
-from watchcache.apiserver import serve
+from watchcache.apiserver import serve, status
 from watchcache.apiserver.app import DEFAULT_MAX_LIMIT
 from watchcache.apiserver.resources import DEFAULT_RESOURCES, select_resources
 from watchcache.etcd.client import EtcdError
@@ -102,6 +103,15 @@ def run_load(args: argparse.Namespace) -> int:
     )
 
 
+def run_status(args: argparse.Namespace) -> int:
+    try:
+        print(status.summarize(status.fetch_metrics(args.server)))
+    except status.StatusUnavailableError as error:
+        print(f"watchcache status: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="watchcache", description="A Kubernetes-style watch cache over etcd."
@@ -174,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
     load_cmd.add_argument("--namespaces", type=positive_int, default=1)
     load_cmd.add_argument("--data-dir", type=Path, help="embedded etcd data folder")
     load_cmd.set_defaults(handler=run_load)
+
+    status_cmd = commands.add_parser(
+        "status",
+        help="a running apiserver's caches: rvs, sizes, snapshot memory, etcd versions",
+    )
+    status_cmd.add_argument(
+        "--server", default="http://127.0.0.1:8080", help="apiserver URL (http://127.0.0.1:8080)"
+    )
+    status_cmd.set_defaults(handler=run_status)
     return parser
 
 

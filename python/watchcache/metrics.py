@@ -10,7 +10,7 @@ is prefixed ``watchcache_``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from watchcache.histogram import Histogram
@@ -79,9 +79,18 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def render(caches: Iterable[SyncedCache]) -> str:
-    """The Prometheus text format (version 0.0.4) for every cache."""
+def render(caches: Iterable[SyncedCache], etcd_versions: Mapping[str, str] | None = None) -> str:
+    """The Prometheus text format (version 0.0.4) for every cache, and the version each
+    etcd endpoint reported (the safeguard's answers)."""
     out = _Exposition()
+    for endpoint, version in sorted((etcd_versions or {}).items()):
+        out.sample(
+            "watchcache_etcd_info",
+            "gauge",
+            "etcd endpoints and the version each reported.",
+            {"endpoint": endpoint, "version": version},
+            1,
+        )
     for synced in caches:
         cache = synced.cache
         stats = cache.stats

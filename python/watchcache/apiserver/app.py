@@ -164,7 +164,7 @@ class ApiServer:
 
     async def _metrics(self, _request: Request) -> Response:
         return PlainTextResponse(
-            metrics.render(self.caches.values()),
+            metrics.render(self.caches.values(), self.support.versions),
             media_type="text/plain; version=0.0.4; charset=utf-8",
         )
 
