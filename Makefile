@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
-	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=34'
+	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=37,<38' types-PyYAML
 BENCH_ARGS ?=
 
 .PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd bench-apiserver clean

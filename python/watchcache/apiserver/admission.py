@@ -172,8 +172,10 @@ def _required(field: str, message: str) -> StatusCause:
 
 
 def _invalid(field: str, value: str, message: str) -> StatusCause:
+    # Go's field.Invalid quotes a string value with %q: "x", not Python's 'x'.
+    quoted = json.dumps(value, ensure_ascii=False)
     return StatusCause(
-        reason="FieldValueInvalid", message=f"Invalid value: {value!r}: {message}", field=field
+        reason="FieldValueInvalid", message=f"Invalid value: {quoted}: {message}", field=field
     )
 
 
@@ -182,10 +184,12 @@ def prepare_create(metadata: dict[str, Any], obj: dict[str, Any], spec: Resource
     metadata["uid"] = str(uuid.uuid4())
     metadata["creationTimestamp"] = now_rfc3339()
     _drop_volatile(metadata)
-    if spec.name == "namespaces":
+    # The phase a new object starts in, as Kubernetes' strategies set it.
+    initial_phase = {"namespaces": "Active", "pods": "Pending"}.get(spec.name)
+    if initial_phase is not None:
         status = obj.setdefault("status", {})
         if isinstance(status, dict):
-            status.setdefault("phase", "Active")
+            status.setdefault("phase", initial_phase)
 
 
 def prepare_update(metadata: dict[str, Any], stored: dict[str, Any]) -> None:
