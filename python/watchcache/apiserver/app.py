@@ -31,12 +31,14 @@ from starlette.routing import Route
 
 from watchcache import metrics
 from watchcache.apiserver import discovery, tables
+from watchcache.apiserver.admission import MAX_BODY_BYTES
 from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
 from watchcache.apiserver.storage import ObjectStore
 from watchcache.errors import (
     BadRequestError,
     InternalError,
     NotFoundError,
+    RequestEntityTooLargeError,
     ServerTimeoutError,
     StatusError,
     WatchTerminatedError,
@@ -204,7 +206,7 @@ class ApiServer:
         if request.method == "POST":
             if spec.namespaced and namespace is None:
                 raise _MethodNotAllowed()
-            body = await request.body()
+            body = await _read_body(request)
             created = await self.stores[spec.name].create(namespace or "", body)
             return _json(created, status=201)
         opts = parse_query(_query(request))
@@ -223,7 +225,7 @@ class ApiServer:
         method = request.method
         if method == "GET":
             return await self._get(request, spec, ns, name)
-        body = await request.body()
+        body = await _read_body(request)
         if method == "PUT":
             return _json(await store.update(ns, name, body))
         if method == "PATCH":
@@ -346,6 +348,22 @@ class _MethodNotAllowed(StatusError):
 
     def __init__(self) -> None:
         super().__init__("the server does not allow this method on the requested resource")
+
+
+async def _read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request body, refused (413) as soon as it passes ``limit`` — never buffered
+    whole first."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise RequestEntityTooLargeError(f"Request entity too large: limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestEntityTooLargeError(f"Request entity too large: limit is {limit}")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _query(request: Request) -> list[tuple[str, str]]:
