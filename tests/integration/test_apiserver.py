@@ -307,3 +307,24 @@ async def test_patch_errors(api: RunningApiServer, http: httpx.AsyncClient) -> N
     after = await api.client.get(b"/registry/configmaps/default/pe")
     assert before is not None and after is not None
     assert after.mod_revision == before.mod_revision
+
+
+async def test_watch_list_sends_initial_events_then_the_end_bookmark(
+    http: httpx.AsyncClient,
+) -> None:
+    for i in range(3):
+        assert (await create(http, configmap(f"init-{i}"))).status_code == 201
+    params = {
+        "watch": "true",
+        "sendInitialEvents": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "timeoutSeconds": "2",
+    }
+    async with http.stream("GET", "/api/v1/namespaces/default/configmaps", params=params) as resp:
+        assert resp.status_code == 200
+        events = await asyncio.wait_for(read_events(resp.aiter_lines(), 4), 10)
+    assert [e["type"] for e in events] == ["ADDED", "ADDED", "ADDED", "BOOKMARK"]
+    assert [e["object"]["metadata"]["name"] for e in events[:3]] == ["init-0", "init-1", "init-2"]
+    annotations = events[3]["object"]["metadata"]["annotations"]
+    assert annotations == {"k8s.io/initial-events-end": "true"}
