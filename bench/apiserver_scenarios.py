@@ -27,11 +27,11 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
 
+from scenario_report import Row, publish
 from watchcache.apiserver.loader import load_objects
 from watchcache.apiserver.resources import CONFIGMAPS
 from watchcache.etcd.client import EtcdClient
@@ -41,21 +41,6 @@ from watchcache.options import ListOptions
 from watchcache.planner import StoreListRequest
 from watchcache.tokens import parse_continue
 from watchcache.tokens import start_key as token_start
-
-BEGIN = "<!-- apiserver-scenarios:begin -->"
-END = "<!-- apiserver-scenarios:end -->"
-
-
-@dataclass
-class Row:
-    scenario: str
-    n: int
-    value: float
-    unit: str
-    baseline: float | None = None
-    target: str = ""
-    met: bool | None = None
-    note: str = ""
 
 
 class Server:
@@ -312,28 +297,6 @@ async def main_async(args: argparse.Namespace, cluster: EtcdCluster) -> list[Row
     return rows
 
 
-def report(rows: list[Row]) -> str:
-    lines = [
-        "| scenario | objects/events | result | baseline | target | met | notes |",
-        "|---|---:|---:|---:|---|:-:|---|",
-    ]
-    for r in rows:
-        base = f"{r.baseline:,.1f} {r.unit}" if r.baseline is not None else "-"
-        met = "" if r.met is None else ("yes" if r.met else "no")
-        lines.append(
-            f"| {r.scenario} | {r.n:,} | {r.value:,.1f} {r.unit} | {base} | {r.target} | {met} "
-            f"| {r.note} |"
-        )
-    return "\n".join(lines)
-
-
-def splice(readme: str, section: str) -> str:
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start == -1 or end == -1 or end < start:
-        return readme.rstrip("\n") + "\n\n" + section
-    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true")
@@ -342,28 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with EtcdCluster(1, extra_args=("--quota-backend-bytes", str(8 * 2**30))) as cluster:
         rows = asyncio.run(main_async(args, cluster))
-    print(report(rows))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"argv": sys.argv, "rows": [asdict(r) for r in rows]}, indent=2) + "\n"
-        )
-    if args.readme:
-        command = "python bench/apiserver_scenarios.py " + " ".join(argv or sys.argv[1:])
-        section = "\n".join(
-            [
-                BEGIN,
-                "## apiserver scenarios (issue 5 targets)",
-                "",
-                f"Command: `{command}`; `watchcache serve` in its own process on a real etcd "
-                "3.5; clients in the script. Baselines are measured in the same run.",
-                "",
-                report(rows),
-                END,
-                "",
-            ]
-        )
-        args.readme.write_text(splice(args.readme.read_text(), section))
+    publish(
+        rows,
+        json_path=args.json,
+        readme=args.readme,
+        marker="apiserver-scenarios",
+        title="apiserver scenarios (issue 5 targets)",
+        how="`watchcache serve` in its own process on a real etcd 3.5; clients in the "
+        "script. Baselines are measured in the same run.",
+        count_label="objects/events",
+    )
     return 0
 
 

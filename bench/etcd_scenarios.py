@@ -24,15 +24,14 @@ import argparse
 import asyncio
 import gc
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from scenario_report import Row, publish
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
@@ -44,20 +43,6 @@ from watchcache.tokens import parse_continue
 from watchcache.tokens import start_key as token_start
 
 PREFIX = "/registry/pods/"
-BEGIN = "<!-- etcd-scenarios:begin -->"
-END = "<!-- etcd-scenarios:end -->"
-
-
-@dataclass
-class Row:
-    scenario: str
-    n: int
-    value: float
-    unit: str
-    baseline: float | None = None
-    target: str = ""
-    met: bool | None = None
-    note: str = ""
 
 
 def pod_value(i: int, size: int) -> bytes:
@@ -297,28 +282,6 @@ async def main_async(args: argparse.Namespace, cluster: EtcdCluster) -> list[Row
     return rows
 
 
-def report(rows: list[Row]) -> str:
-    lines = [
-        "| scenario | objects | result | baseline | target | met | notes |",
-        "|---|---:|---:|---:|---|:-:|---|",
-    ]
-    for r in rows:
-        base = f"{r.baseline:,.2f} {r.unit}" if r.baseline is not None else "-"
-        met = "" if r.met is None else ("yes" if r.met else "no")
-        lines.append(
-            f"| {r.scenario} | {r.n:,} | {r.value:,.2f} {r.unit} | {base} | {r.target} "
-            f"| {met} | {r.note} |"
-        )
-    return "\n".join(lines)
-
-
-def splice(readme: str, section: str) -> str:
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start == -1 or end == -1 or end < start:
-        return readme.rstrip("\n") + "\n\n" + section
-    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--quick", action="store_true")
@@ -332,28 +295,15 @@ def main(argv: list[str] | None = None) -> int:
     # etcd's default 2 GB backend quota is too small for 300k objects plus history.
     with EtcdCluster(1, extra_args=("--quota-backend-bytes", str(8 * 2**30))) as cluster:
         rows = asyncio.run(main_async(args, cluster))
-    print(report(rows))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"argv": sys.argv, "rows": [asdict(r) for r in rows]}, indent=2) + "\n"
-        )
-    if args.readme:
-        command = "python bench/etcd_scenarios.py " + " ".join(argv or sys.argv[1:])
-        section = "\n".join(
-            [
-                BEGIN,
-                "## etcd scenarios (issue 4 targets)",
-                "",
-                f"Command: `{command}`; a real etcd {os.environ.get('WATCHCACHE_ETCD', '3.5')}"
-                " started by the script. Baselines are measured in the same run.",
-                "",
-                report(rows),
-                END,
-                "",
-            ]
-        )
-        args.readme.write_text(splice(args.readme.read_text(), section))
+    publish(
+        rows,
+        json_path=args.json,
+        readme=args.readme,
+        marker="etcd-scenarios",
+        title="etcd scenarios (issue 4 targets)",
+        how="a real etcd 3.5 started by the script. Baselines are measured in the same run.",
+        count_label="objects",
+    )
     return 0
 
 
