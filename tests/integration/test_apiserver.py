@@ -328,3 +328,45 @@ async def test_watch_list_sends_initial_events_then_the_end_bookmark(
     assert [e["object"]["metadata"]["name"] for e in events[:3]] == ["init-0", "init-1", "init-2"]
     annotations = events[3]["object"]["metadata"]["annotations"]
     assert annotations == {"k8s.io/initial-events-end": "true"}
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "content_type"),
+    [
+        (
+            "POST",
+            b'{"metadata":{"name":"deep"},"data":' + b"[" * 5000 + b"]" * 5000 + b"}",
+            JSON_HEADERS["Content-Type"],
+        ),
+        (
+            "POST",
+            b'{"metadata":{"name":"deep"},"x":' + b"[" * 200 + b"]" * 200 + b"}",
+            JSON_HEADERS["Content-Type"],
+        ),
+        ("POST", b'{"metadata":{"name":"\xff\xfe"}}', JSON_HEADERS["Content-Type"]),
+        ("PATCH", b'{"x":' + b"[" * 5000 + b"]" * 5000 + b"}", "application/merge-patch+json"),
+        ("PATCH", b'{"x":' + b"[" * 200 + b"]" * 200 + b"}", "application/merge-patch+json"),
+    ],
+    ids=["deep-post", "too-deep-post", "invalid-utf8", "deep-patch", "too-deep-patch"],
+)
+async def test_hostile_bodies_get_400_and_change_nothing(
+    api: RunningApiServer, http: httpx.AsyncClient, method: str, body: bytes, content_type: str
+) -> None:
+    await create(http, configmap("target", k="v"))
+    before = await etcd_keys(api)
+    target = await api.client.get(b"/registry/configmaps/default/target")
+    url = "/api/v1/namespaces/default/configmaps" + ("/target" if method == "PATCH" else "")
+    response = await http.request(method, url, content=body, headers={"Content-Type": content_type})
+    assert status_of(response) == (400, "BadRequest")
+    assert await etcd_keys(api) == before
+    after = await api.client.get(b"/registry/configmaps/default/target")
+    assert target is not None and after is not None and after.mod_revision == target.mod_revision
+
+
+async def test_huge_limits_are_capped_and_bad_ones_refused(http: httpx.AsyncClient) -> None:
+    huge = await http.get("/api/v1/configmaps", params={"limit": str(2**62)})
+    assert huge.status_code == 200
+    beyond = await http.get("/api/v1/configmaps", params={"limit": str(2**70)})
+    assert status_of(beyond) == (400, "BadRequest")
+    bad_utf8 = await http.get("/api/v1/configmaps?labelSelector=%ff%fe")
+    assert status_of(bad_utf8) == (400, "BadRequest")

@@ -54,9 +54,40 @@ def parse_body(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise BadRequestError(f"the body of the request is not valid JSON: {error}") from None
+    except RecursionError:
+        raise BadRequestError(_TOO_DEEP) from None
     if not isinstance(obj, dict):
         raise BadRequestError("the body of the request must be a JSON object")
+    check_depth(obj)
     return obj
+
+
+#: Nesting allowed in an object. Kubernetes objects stay far below it; past it every later
+#: step (patching, encoding, tables) would recurse as deep, so refuse at the door.
+MAX_DEPTH = 100
+_TOO_DEEP = f"the body of the request is nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+def check_depth(obj: Any) -> None:
+    """400 when ``obj`` nests deeper than :data:`MAX_DEPTH` (a patch can deepen one)."""
+    if _depth_exceeds(obj, MAX_DEPTH):
+        raise BadRequestError(_TOO_DEEP)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` containers; iterative, O(size)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend(
+                (child, depth + 1) for child in node.values() if isinstance(child, dict | list)
+            )
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1) for child in node if isinstance(child, dict | list))
+    return False
 
 
 def check_object(

@@ -381,7 +381,7 @@ def _delete_options(body: bytes, query: list[tuple[str, str]]) -> dict[str, Any]
     if body.strip():
         try:
             parsed = json.loads(body)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             raise BadRequestError(f"the DeleteOptions body is not valid JSON: {error}") from None
         if not isinstance(parsed, dict):
             raise BadRequestError("the DeleteOptions body must be a JSON object")

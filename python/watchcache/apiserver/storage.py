@@ -114,11 +114,13 @@ class ObjectStore:
             admission.parse_body(body)  # raises the 413
         for _ in range(MAX_ATTEMPTS):
             stored, revision = await self.read(namespace, name)
-            original = json.loads(json.dumps(stored))
-            original.setdefault("metadata", {})["resourceVersion"] = str(revision)
-            patched = apply_patch(content_type, original, body, spec.kind)
+            # Patches see the resourceVersion a client would (apply_patch copies, never
+            # mutates, so a shallow copy with fresh metadata is enough).
+            meta = {**(stored.get("metadata") or {}), "resourceVersion": str(revision)}
+            patched = apply_patch(content_type, {**stored, "metadata": meta}, body, spec.kind)
             if not isinstance(patched, dict):
                 raise BadRequestError("the patched object is not a JSON object")
+            admission.check_depth(patched)
             metadata = admission.check_object(spec, patched, namespace=namespace, name=name)
             precondition = _resource_version(metadata)
             if precondition and precondition != revision:
