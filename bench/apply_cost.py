@@ -42,9 +42,9 @@ def main() -> None:
         per_event = timed(feed, args.ops, args.repeats)
         stored = len(cache.registry)
         pinned = cache.registry.pinned_bytes() / stored if stored else 0.0
-        print(
-            f"{label:40s} {per_event:6.2f} µs/event  snapshots {stored:6d}  {pinned:6.0f} B pinned each"
-        )
+        timing = f"{per_event:6.2f} µs/event"
+        memory = f"snapshots {stored:6d}  {pinned:6.0f} B pinned each"
+        print(f"{label:40s} {timing}  {memory}")
 
 
 if __name__ == "__main__":
