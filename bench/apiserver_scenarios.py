@@ -31,16 +31,12 @@ from pathlib import Path
 
 import httpx
 
-from scenario_report import Row, publish
+from scenario_report import Row, list_all_from_etcd, publish
 from watchcache.apiserver.loader import load_objects
 from watchcache.apiserver.resources import CONFIGMAPS
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster, free_ports
 from watchcache.etcd.store import EtcdStore
-from watchcache.options import ListOptions
-from watchcache.planner import StoreListRequest
-from watchcache.tokens import parse_continue
-from watchcache.tokens import start_key as token_start
 
 
 class Server:
@@ -157,24 +153,7 @@ async def paginate(port: int, client: EtcdClient, n: int) -> Row:
     store = EtcdStore(client, CONFIGMAPS.prefix)
 
     async def from_etcd() -> int:
-        total, token, revision = 0, "", 0
-        while True:
-            start = None
-            if token:
-                parsed = parse_continue(token)
-                start, revision = token_start(parsed, CONFIGMAPS.prefix), parsed.resource_version
-            result = await store.list(
-                StoreListRequest(
-                    key_prefix=CONFIGMAPS.prefix, token_prefix=CONFIGMAPS.prefix[:-1],
-                    start_key=start, revision=revision, minimum=0, limit=500, selector=None,
-                    continued=bool(token), options=ListOptions(limit=500),
-                )
-            )  # fmt: skip
-            result.render("ConfigMapList", "v1")
-            total += len(result.items)
-            token = result.continue_token
-            if not token:
-                return total
+        return await list_all_from_etcd(store, CONFIGMAPS.prefix, "ConfigMapList", 500)
 
     await over_http()  # warm: connection, first snapshot reads
     t = time.perf_counter()

@@ -31,16 +31,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scenario_report import Row, publish
+from scenario_report import Row, list_all_from_etcd, publish
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
 from watchcache.etcd.store import EtcdStore
 from watchcache.options import ListOptions
-from watchcache.planner import StoreListRequest
 from watchcache.synced import SyncedCache
-from watchcache.tokens import parse_continue
-from watchcache.tokens import start_key as token_start
 
 PREFIX = "/registry/pods/"
 
@@ -173,30 +170,7 @@ async def paginate_scenario(client: EtcdClient, n: int) -> list[Row]:
         store = EtcdStore(client, PREFIX)
 
         async def from_etcd() -> int:
-            total, token, revision = 0, "", 0
-            while True:
-                start = None
-                if token:
-                    parsed = parse_continue(token)
-                    start, revision = token_start(parsed, PREFIX), parsed.resource_version
-                result = await store.list(
-                    StoreListRequest(
-                        key_prefix=PREFIX,
-                        token_prefix=PREFIX[:-1],
-                        start_key=start,
-                        revision=revision,
-                        minimum=0,
-                        limit=500,
-                        selector=None,
-                        continued=bool(token),
-                        options=ListOptions(limit=500),
-                    )
-                )
-                result.render("PodList", "v1")
-                total += len(result.items)
-                token = result.continue_token
-                if not token:
-                    return total
+            return await list_all_from_etcd(store, PREFIX, "PodList", 500)
 
         t = time.perf_counter()
         assert await from_cache() == n

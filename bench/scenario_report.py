@@ -1,6 +1,6 @@
 """What the scenario scripts (etcd_scenarios.py, apiserver_scenarios.py) share: a result
-row, its markdown table, writing the results as JSON, and replacing a marked section of
-bench/README.md."""
+row, its markdown table, writing the results as JSON, replacing a marked section of
+bench/README.md, and the etcd side of the pagination scenarios."""
 
 from __future__ import annotations
 
@@ -9,6 +9,12 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from watchcache.etcd.store import EtcdStore
+from watchcache.options import ListOptions
+from watchcache.planner import StoreListRequest
+from watchcache.tokens import parse_continue
+from watchcache.tokens import start_key as token_start
 
 
 @dataclass
@@ -74,3 +80,33 @@ def publish(
             [begin, f"## {title}", "", f"Command: `{command}`; {how}", "", text, end, ""]
         )
         readme.write_text(splice(readme.read_text(), section, begin, end))
+
+
+async def list_all_from_etcd(store: EtcdStore, prefix: str, list_kind: str, limit: int) -> int:
+    """Walk a whole prefix in pages of ``limit`` through the planner's etcd backend,
+    following its continue tokens and rendering each page as the apiserver would (the
+    "served from etcd" side of the pagination scenarios). Returns the objects read."""
+    total, token, revision = 0, "", 0
+    while True:
+        start = None
+        if token:
+            parsed = parse_continue(token)
+            start, revision = token_start(parsed, prefix), parsed.resource_version
+        result = await store.list(
+            StoreListRequest(
+                key_prefix=prefix,
+                token_prefix=prefix[:-1],
+                start_key=start,
+                revision=revision,
+                minimum=0,
+                limit=limit,
+                selector=None,
+                continued=bool(token),
+                options=ListOptions(limit=limit),
+            )
+        )
+        result.render(list_kind, "v1")
+        total += len(result.items)
+        token = result.continue_token
+        if not token:
+            return total
