@@ -94,18 +94,9 @@ class ObjectStore:
             stored, revision = await self.read(namespace, name)
             if precondition and precondition != revision:
                 raise self._conflict(name)
-            admission.prepare_update(metadata, stored)
-            if obj == _without_volatile(stored):
-                return self._answer(namespace, name, stored, revision)  # nothing changed
-            result = await self.client.update(
-                spec.key(namespace, name).encode(), admission.encode(obj), revision
-            )
-            if result.succeeded:
-                return self._answer(namespace, name, obj, result.revision)
-            if result.current is None:
-                raise NotFoundError.for_object(spec.name, name, spec.group)
-            if precondition:
-                raise self._conflict(name)
+            answer = await self._replace(namespace, name, obj, stored, revision)
+            if answer is not None:
+                return answer
         raise self._conflict(name)
 
     async def patch(self, namespace: str, name: str, content_type: str, body: bytes) -> bytes:
@@ -125,17 +116,32 @@ class ObjectStore:
             precondition = _resource_version(metadata)
             if precondition and precondition != revision:
                 raise self._conflict(name)
-            admission.prepare_update(metadata, stored)
-            if patched == _without_volatile(stored):
-                return self._answer(namespace, name, stored, revision)
-            result = await self.client.update(
-                spec.key(namespace, name).encode(), admission.encode(patched), revision
-            )
-            if result.succeeded:
-                return self._answer(namespace, name, patched, result.revision)
-            if result.current is None:
-                raise NotFoundError.for_object(spec.name, name, spec.group)
+            answer = await self._replace(namespace, name, patched, stored, revision)
+            if answer is not None:
+                return answer
         raise self._conflict(name)
+
+    async def _replace(
+        self,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+        stored: dict[str, Any],
+        revision: int,
+    ) -> bytes | None:
+        """Write ``obj`` over ``stored`` if the key is still at ``revision`` (server-owned
+        fields carried over; an unchanged object is not written). The answer, or None when
+        someone wrote in between (the caller re-reads or reports the conflict)."""
+        admission.prepare_update(obj["metadata"], stored)
+        if obj == _without_volatile(stored):
+            return self._answer(namespace, name, stored, revision)
+        key = self.spec.key(namespace, name).encode()
+        result = await self.client.update(key, admission.encode(obj), revision)
+        if result.succeeded:
+            return self._answer(namespace, name, obj, result.revision)
+        if result.current is None:
+            raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+        return None
 
     async def delete(self, namespace: str, name: str, options: dict[str, Any]) -> bytes:
         spec = self.spec
