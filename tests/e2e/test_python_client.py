@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import httpx
 import pytest
 from apiserver_fixture import RunningApiServer, running_apiserver
+from k8s_client import REQUEST_TIMEOUT, call, namespaced_name
 from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
@@ -23,24 +24,10 @@ from watchcache.apiserver.loader import load_objects
 from watchcache.apiserver.resources import CONFIGMAPS
 from watchcache.etcd.process import EtcdCluster
 
-P = ParamSpec("P")
-T = TypeVar("T")
 RegistryState = Callable[[], Awaitable[dict[bytes, int]]]
 
 COUNT = 300
 NAMESPACES = 4
-#: (connect, read) timeouts of every request the client makes.
-REQUEST_TIMEOUT = (5.0, 20.0)
-
-
-def namespaced_name(item: k8s.V1ConfigMap) -> tuple[str, str]:
-    assert item.metadata is not None
-    return str(item.metadata.namespace), str(item.metadata.name)
-
-
-async def call(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """One client call in a thread, bounded."""
-    return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), 30)
 
 
 def configmap(name: str, **data: str) -> k8s.V1ConfigMap:

@@ -8,9 +8,9 @@ import asyncio
 import contextlib
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
-from typing import ParamSpec, TypeVar
 
 from apiserver_fixture import RunningApiServer, running_apiserver
+from k8s_client import REQUEST_TIMEOUT, call, namespaced_name
 from kubernetes import client as k8s
 
 from watchcache.apiserver.loader import load_objects
@@ -18,24 +18,11 @@ from watchcache.apiserver.resources import CONFIGMAPS
 from watchcache.etcd.process import EtcdCluster
 from watchcache.planner import Source
 
-P = ParamSpec("P")
-T = TypeVar("T")
 Kubectl = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
 
 COUNT = 300
 NAMESPACES = 4
 LIMIT = 40
-REQUEST_TIMEOUT = (5.0, 20.0)
-
-
-def namespaced_name(item: k8s.V1ConfigMap) -> tuple[str, str]:
-    assert item.metadata is not None
-    return str(item.metadata.namespace), str(item.metadata.name)
-
-
-async def call(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """One (synchronous) client call in a thread, bounded."""
-    return await asyncio.wait_for(asyncio.to_thread(fn, *args, **kwargs), 30)
 
 
 @contextlib.contextmanager
