@@ -20,7 +20,7 @@ from pathlib import Path
 from watchcache import demo
 from watchcache.apiserver import serve, status
 from watchcache.apiserver.app import DEFAULT_MAX_LIMIT
-from watchcache.apiserver.resources import DEFAULT_RESOURCES, select_resources
+from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
 from watchcache.etcd.client import EtcdError
 from watchcache.etcd.process import EtcdProcessError
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
@@ -59,7 +59,8 @@ def endpoints(text: str) -> list[str]:
     return found
 
 
-def resource_list(text: str) -> tuple[object, ...]:
+def resource_list(text: str) -> tuple[ResourceSpec, ...]:
+    """argparse type: comma-separated resource names (``configmaps,pods``)."""
     try:
         return select_resources(text.split(","))
     except ValueError as error:
