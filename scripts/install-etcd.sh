@@ -23,5 +23,8 @@ trap 'rm -rf "$staging"' EXIT
 mkdir -p "$dest/bin"
 install -m 0755 "$staging/usr/bin/etcd" "$dest/bin/etcd"
 install -m 0755 "$staging/usr/bin/etcdctl" "$dest/bin/etcdctl"
-"$dest/bin/etcd" --version | head -1 >&2
+# Read the whole output before printing its first line: `| head -1` under pipefail fails the
+# script with SIGPIPE (141) whenever etcd writes its second line after head has exited.
+version="$("$dest/bin/etcd" --version)"
+echo "${version%%$'\n'*}" >&2
 echo "$dest/bin"
