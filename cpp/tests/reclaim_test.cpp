@@ -4,6 +4,7 @@
 // by collect() for "holes" behind an old pin; snapshots outlive their tree; the exclusive
 // byte table equals what dropping a snapshot frees. Every test ends with the engine's live
 // counters back at their starting values (fixture TearDown).
+#include <array>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -299,11 +300,15 @@ TEST_F(ReclaimTest, ExclusiveBytesEqualWhatDroppingTheSnapshotFrees) {
 
 // --- ReclaimDomain on its own ---------------------------------------------------------------
 
+// "Freed" counts a node leaving the retired set, whether deleted or parked for reuse.
 int g_nodes_freed = 0;
 void count_free(void* p) noexcept {
   ++g_nodes_freed;
   delete static_cast<int*>(p);
 }
+void count_park(void*) noexcept { ++g_nodes_freed; }
+void discard(void* p) noexcept { delete static_cast<int*>(p); }
+constexpr detail::NodeHooks kCountingHooks{&count_free, &count_park, &discard};
 
 class ReclaimDomainTest : public testing::LeakCheckedTest {
  protected:
@@ -321,7 +326,7 @@ class ReclaimDomainTest : public testing::LeakCheckedTest {
 
 TEST_F(ReclaimDomainTest, DesignNoteExample) {
   // versions 1..5, live snapshots {2, 5}: A [1,4) is pinned by 2; B [3,4) is freeable.
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(2);
   d.pin(5);
   ItemRef a = probe("A"), b = probe("B");
@@ -341,7 +346,7 @@ TEST_F(ReclaimDomainTest, DesignNoteExample) {
 
 TEST_F(ReclaimDomainTest, UnpinFreesObjectsThatDiedAtTheNewOldestPin) {
   // A [1, 4) is seen by 2 only; once 2 goes the oldest pin is 4, and 4 is not in [1, 4).
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(2);
   d.pin(4);
   ItemRef a = probe("A");
@@ -356,7 +361,7 @@ TEST_F(ReclaimDomainTest, UnpinFreesObjectsThatDiedAtTheNewOldestPin) {
 }
 
 TEST_F(ReclaimDomainTest, BatchRetirementFreesUnpinnedAndKeepsPinned) {
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(3);
   ItemRef seen = probe("seen"), unseen = probe("unseen"), fresh = probe("fresh");
   std::vector<detail::ReclaimDomain::Retired> batch = {
@@ -378,7 +383,7 @@ TEST_F(ReclaimDomainTest, BatchRetirementFreesUnpinnedAndKeepsPinned) {
 }
 
 TEST_F(ReclaimDomainTest, BornAndDiedInOneVersionIsFreedAtOnce) {
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(3);
   ItemRef x = probe("x");
   d.retire_item(x.get(), 4, 4);
@@ -390,7 +395,7 @@ TEST_F(ReclaimDomainTest, BornAndDiedInOneVersionIsFreedAtOnce) {
 }
 
 TEST_F(ReclaimDomainTest, HoleBehindAnOldPinWaitsForCollect) {
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(1);
   d.pin(3);
   ItemRef x = probe("x");
@@ -411,7 +416,7 @@ TEST_F(ReclaimDomainTest, HoleBehindAnOldPinWaitsForCollect) {
 }
 
 TEST_F(ReclaimDomainTest, PinsCountAndMayArriveOutOfOrder) {
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   d.pin(5);
   d.pin(3);  // inserted before 5
   d.pin(3);
@@ -436,7 +441,7 @@ TEST_F(ReclaimDomainTest, PinsCountAndMayArriveOutOfOrder) {
 
 TEST_F(ReclaimDomainTest, ManyOutOfOrderUnpinsKeepTheOldestRight) {
   auto rng = seeded_rng();
-  detail::ReclaimDomain d(&count_free);
+  detail::ReclaimDomain d(kCountingHooks);
   std::multiset<std::uint64_t> live;
   for (std::uint64_t v = 1; v <= 400; ++v) {
     d.pin(v);
@@ -478,10 +483,49 @@ TEST_F(ReclaimDomainTest, ManyOutOfOrderUnpinsKeepTheOldestRight) {
   EXPECT_EQ(d.oldest_pin(), detail::kForever);
 }
 
+TEST_F(ReclaimDomainTest, FreedNodesAreParkedAndHandedBackBySize) {
+  detail::ReclaimDomain d(kCountingHooks);
+  d.pin(2);
+  int* small = new int(1);
+  int* large = new int(2);
+  d.retire_node(small, 1, 3, 32);
+  d.retire_node(large, 1, 3, 64);
+  d.unpin(2);
+  EXPECT_EQ(g_nodes_freed, 2) << "both left the retired set, parked";
+  int* fresh = new int(3);
+  std::array<detail::NodeStock, 1> stock{detail::NodeStock{64, {}}};
+  std::vector<detail::ReclaimDomain::Retired> batch = {detail::ReclaimDomain::node(fresh, 4, 4, 64)};
+  d.retire(batch, stock);  // born and died now: parked, then handed back with `large`
+  EXPECT_EQ(stock[0].nodes, (std::vector<void*>{fresh, large}));
+  for (void* n : stock[0].nodes) discard(n);
+  // `small` stays parked; the destructor deletes it (the leak check would catch it otherwise).
+}
+
+TEST_F(ReclaimDomainTest, ParkingIsBounded) {
+  detail::ReclaimDomain d(kCountingHooks);
+  const int n = static_cast<int>(detail::ReclaimDomain::kParkedPerSize) + 10;
+  d.pin(2);
+  for (int i = 0; i < n; ++i) d.retire_node(new int(i), 1, 3, 16);
+  const int before = g_nodes_freed;
+  d.unpin(2);
+  EXPECT_EQ(g_nodes_freed - before, n);
+  std::array<detail::NodeStock, 1> stock{detail::NodeStock{16, {}}};
+  std::size_t handed = 0;
+  for (;;) {
+    std::vector<detail::ReclaimDomain::Retired> none = {detail::ReclaimDomain::node(new int(0), 9, 9, 8)};
+    d.retire(none, stock);
+    if (stock[0].nodes.empty()) break;
+    handed += stock[0].nodes.size();
+    for (void* p : stock[0].nodes) discard(p);
+    stock[0].nodes.clear();
+  }
+  EXPECT_EQ(handed, detail::ReclaimDomain::kParkedPerSize) << "the rest were deleted, not parked";
+}
+
 TEST_F(ReclaimDomainTest, DestructorFreesWhatIsStillRetired) {
   ItemRef x = probe("x");
   {
-    detail::ReclaimDomain d(&count_free);
+    detail::ReclaimDomain d(kCountingHooks);
     d.pin(2);
     d.retire_item(x.get(), 1, 3);
     d.retire_node(new int(3), 1, 3, 10);

@@ -38,13 +38,14 @@
 // F=16 and F=32 tie on a write right after a snapshot (2.61-2.77 us either way); F=32
 // updates faster under an old snapshot (1.15-1.16 vs 1.34-1.38 us: the target is
 // 1.2 us) and scans 5-15% faster (twice the items per leaf), which is the LIST path. Its
-// cost: 5.3 KB pinned per stored snapshot against 3.6 KB at F=16 (a path copy of bigger
-// nodes). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
+// cost: 4.9 KB pinned per stored snapshot (1M keys, 32-bit subtree counts) against 3.6 KB at
+// F=16 (a path copy of bigger nodes). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
 // is added, so updating values in a bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
-// snapshot allocates and copies log_F(n) nodes (~1.1-1.3 KB each at F=32).
+// snapshot allocates and copies log_F(n) nodes (~1.1-1.2 KB each at F=32), taken from the
+// nodes the reclaim domain parked when older snapshots went (reclaim.hpp).
 //
 // Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
 // Snapshots, cursors and scans over snapshots are safe from any thread without locks while
@@ -56,7 +57,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -138,10 +141,15 @@ struct Leaf : Node<F> {
   explicit Leaf(std::uint64_t b) noexcept : Node<F>(b, true) {}
 };
 
+// Subtree counts are 32-bit: half the bytes a path copy moves for them, and no tree gets
+// near 4G items (Tree::put and assign_sorted refuse to pass kMaxItems).
+using Count = std::uint32_t;
+inline constexpr std::size_t kMaxItems = std::numeric_limits<Count>::max();
+
 template <unsigned F>
 struct Inner : Node<F> {
   Node<F>* child[F];
-  std::uint64_t count[F];
+  Count count[F];
   explicit Inner(std::uint64_t b) noexcept : Node<F>(b, false) {}
   std::uint64_t total() const noexcept {
     std::uint64_t t = 0;
@@ -171,15 +179,27 @@ inline void count_node(const Node<F>* n, int sign) noexcept {
   c.bytes.fetch_add(sign * static_cast<std::int64_t>(node_bytes(n)), std::memory_order_relaxed);
 }
 
+// A parked node (reclaim.hpp) keeps its memory and its `leaf` flag, nothing else that matters.
 template <unsigned F>
-inline void free_node(void* p) noexcept {
+inline void discard_node(void* p) noexcept {
   auto* n = static_cast<Node<F>*>(p);
-  count_node(n, -1);
   if (n->leaf)
     delete as_leaf(n);
   else
     delete as_inner(n);
 }
+
+template <unsigned F>
+inline void park_node(void* p) noexcept { count_node(static_cast<Node<F>*>(p), -1); }
+
+template <unsigned F>
+inline void free_node(void* p) noexcept {
+  park_node<F>(p);
+  discard_node<F>(p);
+}
+
+template <unsigned F>
+inline constexpr NodeHooks kNodeHooks{&free_node<F>, &park_node<F>, &discard_node<F>};
 
 // Sign of probe `k` against the node's common prefix: <0 below every key in the node, >0
 // above every key, 0 when k shares the prefix (then the integers decide).
@@ -657,10 +677,17 @@ class BasicTree {
   using Snapshot = BasicSnapshot<F>;
   static constexpr unsigned kFanout = F;
 
-  BasicTree() : domain_(std::make_shared<detail::ReclaimDomain>(&detail::free_node<F>)) {}
+  BasicTree() : domain_(std::make_shared<detail::ReclaimDomain>(detail::kNodeHooks<F>)) {
+    stock_[0].bytes = sizeof(Leaf);
+    stock_[1].bytes = sizeof(Inner);
+  }
   BasicTree(const BasicTree&) = delete;
   BasicTree& operator=(const BasicTree&) = delete;
-  ~BasicTree() { release_all(detail::kForever); }
+  ~BasicTree() {
+    release_all(detail::kForever);
+    for (detail::NodeStock& stock : stock_)
+      for (void* n : stock.nodes) detail::discard_node<F>(n);
+  }
 
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
@@ -680,6 +707,7 @@ class BasicTree {
   // Inserts or replaces; takes over the caller's reference. Returns true if the key was new.
   bool put(ItemRef ref) {
     if (!ref) throw std::invalid_argument("null item");
+    if (size_ >= detail::kMaxItems && !get(ref->key())) throw std::length_error("tree is full");
     const Item* item = ref.release_ownership();
     if (!root_) {
       root_ = new_leaf();
@@ -692,7 +720,7 @@ class BasicTree {
       Inner* top = new_inner();
       top->child[0] = root_;
       top->keys[0] = root_->keys[0];
-      top->count[0] = size_ + (grown.inserted ? 1 : 0) - grown.sibling_count;
+      top->count[0] = static_cast<detail::Count>(size_ + (grown.inserted ? 1 : 0) - grown.sibling_count);
       top->child[1] = grown.sibling;
       top->keys[1] = grown.sibling->keys[0];
       top->count[1] = grown.sibling_count;
@@ -756,6 +784,7 @@ class BasicTree {
       if (!(items[i - 1]->key() < items[i]->key()))
         throw std::invalid_argument("keys are not strictly ascending at index " + std::to_string(i) +
                                     ": '" + std::string(items[i]->key()) + "'");
+    if (items.size() > detail::kMaxItems) throw std::length_error("too many items for one tree");
     clear();
     if (items.empty()) return;
     std::vector<Node*> level;
@@ -776,19 +805,19 @@ class BasicTree {
       pack_prefixes(lf);
       level.push_back(lf);
     }
-    std::vector<std::uint64_t> counts(level.size());
+    std::vector<detail::Count> counts(level.size());
     for (std::size_t i = 0; i < level.size(); ++i) counts[i] = level[i]->n;
     height_ = 1;
     while (level.size() > 1) {
       const std::size_t m = level.size();
       const std::size_t nparents = (m + F - 1) / F;
       std::vector<Node*> up;
-      std::vector<std::uint64_t> up_counts;
+      std::vector<detail::Count> up_counts;
       std::size_t c = 0;
       for (std::size_t p = 0; p < nparents; ++p) {
         const std::size_t take = m / nparents + (p < m % nparents ? 1 : 0);
         Inner* in = new_inner();
-        std::uint64_t total = 0;
+        detail::Count total = 0;
         for (std::size_t j = 0; j < take; ++j, ++c) {
           in->child[j] = level[c];
           in->count[j] = counts[c];
@@ -814,25 +843,35 @@ class BasicTree {
   void check_invariants() const { view().check(version_); }
 
  private:
-  Leaf* new_leaf() {
-    auto* n = new Leaf(version_);
+  // Nodes come from the stock of parked ones when there is one (reclaim.hpp: why).
+  template <class Kind>
+  Kind* allocate(detail::NodeStock& stock) {
+    Kind* n;
+    if (stock.nodes.empty()) {
+      n = new Kind(version_);
+    } else {
+      n = new (stock.nodes.back()) Kind(version_);
+      stock.nodes.pop_back();
+    }
     detail::count_node<F>(n, +1);
-    bytes_ += sizeof(Leaf);
+    bytes_ += sizeof(Kind);
     return n;
   }
-  Inner* new_inner() {
-    auto* n = new Inner(version_);
-    detail::count_node<F>(n, +1);
-    bytes_ += sizeof(Inner);
-    return n;
-  }
+  Leaf* new_leaf() { return allocate<Leaf>(stock_[0]); }
+  Inner* new_inner() { return allocate<Inner>(stock_[1]); }
 
   // Retirements of one write are queued and handed over together (one lock per write).
   // Nothing in the queue is touched again by the writer, so freeing it later is safe.
   void retire_node(Node* n) {
     bytes_ -= detail::node_bytes(n);
     if (n->birth == version_) {  // never visible to a snapshot
-      detail::free_node<F>(n);
+      detail::NodeStock& stock = stock_[n->leaf ? 0 : 1];
+      if (stock.nodes.size() < detail::ReclaimDomain::kStockHigh) {
+        stock.nodes.push_back(n);
+        detail::park_node<F>(n);
+      } else {
+        detail::free_node<F>(n);
+      }
       return;
     }
     retiring_.push_back(detail::ReclaimDomain::node(n, n->birth, version_, detail::node_bytes(n)));
@@ -841,7 +880,7 @@ class BasicTree {
     bytes_ -= it->nbytes();
     retiring_.push_back(detail::ReclaimDomain::item(it, birth, version_));
   }
-  void flush_retired() { domain_->retire(retiring_); }
+  void flush_retired() { domain_->retire(retiring_, stock_); }
 
   // The one copy-on-write primitive: the node itself if this version owns it, else a copy
   // (born now) while the original is retired for the snapshots that still reach it.
@@ -854,12 +893,12 @@ class BasicTree {
     Node* copy;
     if (n->leaf) {
       const auto* src = detail::as_leaf(n);
-      auto* c = new Leaf(version_);
+      auto* c = new_leaf();
       std::memcpy(c->item_birth, src->item_birth, used * sizeof(src->item_birth[0]));
       copy = c;
     } else {
       const auto* src = detail::as_inner(n);
-      auto* c = new Inner(version_);
+      auto* c = new_inner();
       std::memcpy(c->child, src->child, used * sizeof(src->child[0]));
       std::memcpy(c->count, src->count, used * sizeof(src->count[0]));
       copy = c;
@@ -869,8 +908,6 @@ class BasicTree {
     std::memcpy(copy->lcp, n->lcp, n->skip);
     std::memcpy(copy->pfx, n->pfx, used * sizeof(n->pfx[0]));
     std::memcpy(copy->keys, n->keys, used * sizeof(n->keys[0]));
-    detail::count_node<F>(copy, +1);
-    bytes_ += detail::node_bytes(copy);
     retire_node(n);
     return copy;
   }
@@ -964,7 +1001,7 @@ class BasicTree {
     close_slot(src, from);
   }
 
-  static std::uint64_t weight(const Node* nd, unsigned i) noexcept {
+  static detail::Count weight(const Node* nd, unsigned i) noexcept {
     return nd->leaf ? 1 : detail::as_inner(nd)->count[i];
   }
 
@@ -978,7 +1015,7 @@ class BasicTree {
     std::memcpy(s->keys, c->keys + mid, moved * sizeof(c->keys[0]));
     if (c->leaf) {
       std::memcpy(detail::as_leaf(s)->item_birth, detail::as_leaf(c)->item_birth + mid,
-                  moved * sizeof(std::uint64_t));
+                  moved * sizeof(detail::as_leaf(c)->item_birth[0]));
     } else {
       auto* cs = detail::as_inner(s);
       auto* cc = detail::as_inner(c);
@@ -990,8 +1027,9 @@ class BasicTree {
     return s;
   }
 
-  static std::uint64_t subtree_count(const Node* nd) noexcept {
-    return nd->leaf ? nd->n : detail::as_inner(nd)->total();
+  // A subtree never holds more than the tree, which put() keeps within kMaxItems.
+  static detail::Count subtree_count(const Node* nd) noexcept {
+    return nd->leaf ? nd->n : static_cast<detail::Count>(detail::as_inner(nd)->total());
   }
 
   // What an insert below a node reports to its parent: whether the key was new, and the new
@@ -1000,7 +1038,7 @@ class BasicTree {
   struct Grown {
     bool inserted = false;
     Node* sibling = nullptr;
-    std::uint64_t sibling_count = 0;
+    detail::Count sibling_count = 0;
   };
 
   Grown insert(Node* nd, const Item* item) {
@@ -1092,7 +1130,7 @@ class BasicTree {
     if (sib->n > F / 2) {
       const unsigned from = use_left ? sib->n - 1u : 0u;
       const unsigned to = use_left ? 0u : c->n;
-      const std::uint64_t w = weight(sib, from);
+      const detail::Count w = weight(sib, from);
       move_slot(sib, from, c, to);
       p->count[i] += w;
       p->count[j] -= w;
@@ -1112,12 +1150,12 @@ class BasicTree {
     std::memcpy(left->keys + base, right->keys, right->n * sizeof(right->keys[0]));
     if (left->leaf) {
       std::memcpy(detail::as_leaf(left)->item_birth + base, detail::as_leaf(right)->item_birth,
-                  right->n * sizeof(std::uint64_t));
+                  right->n * sizeof(detail::as_leaf(left)->item_birth[0]));
     } else {
       std::memcpy(detail::as_inner(left)->child + base, detail::as_inner(right)->child,
                   right->n * sizeof(Node*));
       std::memcpy(detail::as_inner(left)->count + base, detail::as_inner(right)->count,
-                  right->n * sizeof(std::uint64_t));
+                  right->n * sizeof(detail::Count));
     }
     left->n = static_cast<std::uint16_t>(base + right->n);
     p->count[l] += p->count[r];
@@ -1155,6 +1193,7 @@ class BasicTree {
   }
 
   std::shared_ptr<detail::ReclaimDomain> domain_;
+  std::array<detail::NodeStock, 2> stock_;  // parked leaves, parked internal nodes
   std::vector<detail::ReclaimDomain::Retired> retiring_;
   Node* root_ = nullptr;
   unsigned height_ = 0;

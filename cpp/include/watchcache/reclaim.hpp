@@ -26,17 +26,26 @@
 // runs when the retired list has doubled since the last sweep, so it is amortized O(log s)
 // per retirement.
 //
-// Thread-safety: one mutex guards the pin set and the retired list (and the frees it does).
+// Recycling: a write after a snapshot allocates a path of nodes and, once the oldest stored
+// snapshot goes, frees about as many. Nodes are over 1 KB, past glibc's per-thread cache, so
+// each malloc/free went through the shared bins with coalescing: a quarter of a write's
+// instructions (callgrind). Freed nodes are parked here instead, a bounded number per node
+// size, and handed back to the writer on its next retire() (the lock it takes anyway).
+//
+// Thread-safety: one mutex guards the pin set, the retired list (and the frees it does) and
+// the parked nodes.
 // Lifetime: held by shared_ptr from the Tree and every Snapshot; the last holder frees
 // whatever is still retired.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <limits>
 #include <mutex>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -46,15 +55,31 @@ namespace watchcache::detail {
 
 inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::max();
 
+// How the domain disposes of the tree's nodes, which it only knows as pointers and sizes.
+struct NodeHooks {
+  void (*free)(void*) noexcept;     // leaves the live accounting and is deleted
+  void (*park)(void*) noexcept;     // leaves the live accounting, memory kept for reuse
+  void (*discard)(void*) noexcept;  // deletes a parked node
+};
+
+// A writer's stock of parked nodes of one size, refilled by ReclaimDomain::retire().
+struct NodeStock {
+  std::size_t bytes = 0;
+  std::vector<void*> nodes;
+};
+
 class ReclaimDomain {
  public:
-  using NodeFreer = void (*)(void*) noexcept;
+  static constexpr std::size_t kParkedPerSize = 128;  // bounds the memory parked per size
+  static constexpr std::size_t kStockLow = 8, kStockHigh = 32;
 
-  explicit ReclaimDomain(NodeFreer free_node) noexcept : free_node_(free_node) {}
+  explicit ReclaimDomain(NodeHooks hooks) noexcept : hooks_(hooks) {}
   ReclaimDomain(const ReclaimDomain&) = delete;
   ReclaimDomain& operator=(const ReclaimDomain&) = delete;
   ~ReclaimDomain() {
     for (const Retired& r : retired_) free_one(r);
+    for (Parked& p : parked_)
+      for (void* n : p.nodes) hooks_.discard(n);
   }
 
   void pin(std::uint64_t version) {
@@ -98,8 +123,9 @@ class ReclaimDomain {
   }
 
   // Hands objects to the domain, one lock for the batch (a write retires a path at once).
-  // Objects no snapshot can reach are freed at once. Clears `batch`.
-  void retire(std::vector<Retired>& batch) {
+  // Objects no snapshot can reach are freed at once. Clears `batch`. Under the same lock,
+  // tops up each of `stocks` that runs low with parked nodes of its size.
+  void retire(std::vector<Retired>& batch, std::span<NodeStock> stocks = {}) {
     if (batch.empty()) return;
     std::lock_guard lock(mu_);
     for (const Retired& r : batch) {
@@ -112,6 +138,14 @@ class ReclaimDomain {
     }
     batch.clear();
     if (retired_.size() >= sweep_threshold_) sweep_locked();
+    for (NodeStock& stock : stocks) {
+      if (stock.nodes.size() >= kStockLow) continue;
+      Parked* p = parked_for(stock.bytes);
+      while (p && !p->nodes.empty() && stock.nodes.size() < kStockHigh) {
+        stock.nodes.push_back(p->nodes.back());
+        p->nodes.pop_back();
+      }
+    }
   }
   void retire_node(void* n, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
     std::vector<Retired> one{node(n, birth, death, bytes)};
@@ -168,11 +202,38 @@ class ReclaimDomain {
     std::uint32_t count;
   };
 
+  struct Parked {
+    std::size_t bytes = 0;
+    std::vector<void*> nodes;
+  };
+
+  // The parked list for nodes of `bytes`; a tree has two node sizes (leaf, internal).
+  Parked* parked_for(std::size_t bytes) noexcept {
+    for (Parked& p : parked_)
+      if (p.bytes == bytes) return &p;
+    for (Parked& p : parked_)
+      if (p.bytes == 0) {
+        p.bytes = bytes;
+        return &p;
+      }
+    return nullptr;
+  }
+
   void free_one(const Retired& r) noexcept {
-    if (r.is_item)
+    if (r.is_item) {
       static_cast<const Item*>(r.ptr)->release();
-    else
-      free_node_(r.ptr);
+      return;
+    }
+    Parked* p = parked_for(r.bytes);
+    if (p && p->nodes.size() < kParkedPerSize) {
+      try {
+        p->nodes.push_back(r.ptr);
+        hooks_.park(r.ptr);
+        return;
+      } catch (...) {  // out of memory for the list: free the node instead
+      }
+    }
+    hooks_.free(r.ptr);
   }
 
   // Pins are a sorted vector whose dropped front is skipped by an offset (compacted when
@@ -250,7 +311,8 @@ class ReclaimDomain {
     sweep_threshold_ = std::max<std::size_t>(1024, 2 * retired_.size());
   }
 
-  NodeFreer free_node_;
+  NodeHooks hooks_;
+  std::array<Parked, 2> parked_{};
   mutable std::mutex mu_;
   std::vector<Pin> pins_;
   std::size_t head_ = 0;
