@@ -681,7 +681,9 @@ class WatchCache:
         for watcher in overflowed:
             self._unregister(watcher._id)
             self.stats.terminated_watchers += 1
-            watcher._terminate(f"it fell {self.watch_buffer} events behind")
+            watcher._overflowed(
+                event.resource_version, f"it fell {self.watch_buffer} events behind"
+            )
         self.stats.events_dispatched += 1
 
 
@@ -980,6 +982,19 @@ class Watcher:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
         return True
+
+    def _overflowed(self, rv: int, reason: str) -> None:
+        """Terminate because the buffer filled at an event of ``rv``. This watcher's events
+        of ``rv`` already queued are dropped with it: one etcd transaction can change several
+        keys at one revision, and a client resumes from the last rv it received, so had it
+        received part of ``rv`` it would resume after the rest and never see it. (The buffer
+        of 2 full at the third key of one transaction: the client got two, resumed from
+        their rv, and the third was lost.) None of them has been delivered yet: the writer
+        applies one revision's events without yielding to the loop."""
+        queue = self._queue
+        while queue and queue[-1].resource_version == rv:
+            queue.pop()
+        self._terminate(reason)
 
     def _terminate(self, reason: str) -> None:
         if self._closed or self._terminated is not None:
