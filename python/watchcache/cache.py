@@ -79,6 +79,7 @@ from watchcache.planner import (
 )
 from watchcache.tokens import ContinueToken, next_page_token, parse_continue
 from watchcache.tokens import start_key as resolve_start
+from watchcache.watchindex import WatcherIndex
 
 _ADDED: Final = EventType.ADDED
 _DELETED: Final = EventType.DELETED
@@ -214,7 +215,7 @@ class WatchCache:
         self._stopped = False
         self._ready_changed_at = clock()
         self._last_error = ""
-        self._watchers: dict[int, Watcher] = {}
+        self._watchers: WatcherIndex[Watcher] = WatcherIndex()
         self._watcher_ids = itertools.count()
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiter_seq = itertools.count()
@@ -660,11 +661,11 @@ class WatchCache:
 
     def _register(self, watcher: Watcher) -> int:
         watcher_id = next(self._watcher_ids)
-        self._watchers[watcher_id] = watcher
+        self._watchers.add(watcher_id, watcher, watcher.options.label_requirements)
         return watcher_id
 
     def _unregister(self, watcher_id: int) -> None:
-        self._watchers.pop(watcher_id, None)
+        self._watchers.remove(watcher_id)
 
     def _terminate_all(self, reason: str) -> None:
         watchers = list(self._watchers.values())
@@ -675,7 +676,15 @@ class WatchCache:
     def _dispatch(self, event: Event, previous: Item | None) -> None:
         conversions = _Conversions(event, previous)
         overflowed: list[Watcher] = []
-        for watcher in self._watchers.values():
+        watchers = self._watchers
+        if watchers.filed:
+            new, old = conversions.new, conversions.old
+            targets = watchers.candidates(
+                None if new is None else new.labels, None if old is None else old.labels
+            )
+        else:
+            targets = watchers.values()
+        for watcher in targets:
             if not watcher._offer(event, conversions):
                 overflowed.append(watcher)
         for watcher in overflowed:
