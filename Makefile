@@ -10,9 +10,13 @@ DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
 	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=37,<38' types-PyYAML
+# Benchmark-only packages (a peer and the figures): installed by the bench targets alone, so
+# `make test` does not pay for them (bench/ type-checks without them: see pyproject).
+BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
+# Extra arguments to bench/run_all.py, e.g. BENCH_ARGS="--only kep2340,pagination".
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-quick bench-native bench-cache bench-etcd bench-apiserver clean
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -73,39 +77,20 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --config pyproject.toml
 
-# Microbenchmarks side by side with SortedDict, dict and immutables.Map; the report goes
-# into bench/README.md. `make bench-quick` runs the short mode (100k keys).
-bench: install etcd
-	mkdir -p bench/results
-	$(PY) -m pytest bench --benchmark-only --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
-	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
-	$(PY) bench/memory.py --n 1000000 --json bench/results/memory.json
-	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
-	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
-	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
-	$(PY) bench/apiserver_scenarios.py --json bench/results/apiserver.json --readme bench/README.md
+$(VENV)/.bench-stamp: $(VENV)/.deps-stamp
+	$(PY) -m pip install -q --disable-pip-version-check $(BENCH_PACKAGES)
+	touch $@
 
-bench-quick: install
-	mkdir -p bench/results
-	$(PY) -m pytest bench --benchmark-only --quick --benchmark-json=bench/results/engine.json $(BENCH_ARGS)
-	WATCHCACHE_BENCH_VALUE_BYTES=1024 $(PY) -m pytest bench --benchmark-only --quick -k "scan_items or scan_rendered" --benchmark-json=bench/results/engine-1k.json $(BENCH_ARGS)
-	$(PY) bench/memory.py --n 100000 --json bench/results/memory.json
-	$(PY) bench/report.py bench/results/engine.json bench/results/engine-1k.json --memory bench/results/memory.json
+# Every benchmark scenario (bench/README.md), quick mode: about 5 minutes on 2 cores. Each
+# writes bench/results/<scenario>.json and .png and its section of bench/README.md, then
+# the summary; etcd and the apiserver are started and stopped by the scripts themselves.
+bench: install etcd $(VENV)/.bench-stamp
+	$(PY) bench/run_all.py $(BENCH_ARGS)
 
-# WatchCache scenarios (LIST pages, selector LIST, apply, watcher dispatch) with baselines.
-bench-cache: install
-	mkdir -p bench/results
-	$(PY) bench/cache_scenarios.py --json bench/results/cache.json --readme bench/README.md
-
-# etcd scenarios (consistent reads, pagination vs etcd, initial sync) against a real etcd.
-bench-etcd: install etcd
-	mkdir -p bench/results
-	$(PY) bench/etcd_scenarios.py --json bench/results/etcd.json --readme bench/README.md
-
-# apiserver scenarios over HTTP (selector LIST, pagination vs etcd, watch fan-out).
-bench-apiserver: install etcd
-	mkdir -p bench/results
-	$(PY) bench/apiserver_scenarios.py --json bench/results/apiserver.json --readme bench/README.md
+# The same at full size (300k objects, 1M-item peers, enough rounds for p99): the numbers
+# to quote; about 70 minutes.
+bench-full: install etcd $(VENV)/.bench-stamp
+	$(PY) bench/run_all.py --full $(BENCH_ARGS)
 
 bench-native:
 	cmake --preset bench >/dev/null

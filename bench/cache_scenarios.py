@@ -18,24 +18,27 @@ number means something on this noisy shared machine:
 
 Timing: each measurement is the median of ``--repeats`` rounds, a round being a loop of
 ``ops`` operations divided by ``ops`` (asynchronous calls run inside one event loop, so no
-loop start-up is counted). Usage: ``python bench/cache_scenarios.py [--quick] [--json F]
-[--readme bench/README.md]`` (``make bench-cache``); ``--readme`` rewrites the section between
-the cache-scenarios markers.
+loop start-up is counted). Usage: ``python bench/cache_scenarios.py [--full]`` (quick: 20k
+and 30k objects; full: 100k and 300k); it writes bench/results/cache-scenarios.json and
+.png and its section of bench/README.md. The other scenario scripts reuse its workload:
+:func:`pods`, :func:`loaded_cache`, :func:`modifications`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from harness import mode, parser
+from scenario_report import Report, Row, plot_rows, table
 from watchcache import Item, Tree
 from watchcache.cache import WatchCache
 from watchcache.event import Event, EventType
@@ -56,15 +59,29 @@ class Result:
     def ratio(self) -> float:
         return self.per_op_us / self.baseline_us if self.baseline_us else float("nan")
 
+    def row(self) -> Row:
+        target = f"≤ {self.target_us:,.0f} µs" if self.target_us else ""
+        met = None if self.target_us is None else self.per_op_us <= self.target_us
+        return Row(
+            self.scenario, self.n, self.per_op_us, "µs", self.baseline_us, target, met,
+            f"{self.ratio:.2f}x the baseline",
+        )  # fmt: skip
+
+
+#: Distinct ``app`` label values of :func:`pods`: ``app=app-7`` selects 1 % of them.
+APPS = 100
+
 
 def pods(n: int, value_bytes: int, seed: int) -> list[Item]:
+    """n pods of ``value_bytes``, 100 per namespace, labelled ``app=app-<0..99>`` at
+    random and ``tier=backend``."""
     rng = random.Random(f"{seed}:{n}")
     namespaces = max(1, n // 100)
     out = []
     for i in range(n):
         ns = i % namespaces
         key = f"{PREFIX}ns-{ns:05d}/pod-{i:07d}"
-        labels = {"app": f"app-{rng.randrange(50)}", "tier": "backend"}
+        labels = {"app": f"app-{rng.randrange(APPS)}", "tier": "backend"}
         fields = {"metadata.name": f"pod-{i:07d}", "metadata.namespace": f"ns-{ns:05d}"}
         out.append(Item(key, make_value(ns, i, i + 1, value_bytes), i + 1, labels, fields))
     return out
@@ -156,18 +173,21 @@ async def selector_scenario(n: int, repeats: int, seed: int) -> Result:
     return Result("list-selector", n, await timed_async(full_list, 3, repeats), baseline, 20_000.0)
 
 
-def modify_events(items: list[Item], count: int, start_rv: int, seed: int) -> list[Event]:
-    """``count`` MODIFIED events of random objects, each naming the one before it: what the
-    reflector hands the cache (built up front, so only ``apply`` is timed)."""
+def modifications(items: list[Item], start_rv: int, seed: int) -> Iterator[Event]:
+    """Endless MODIFIED events of random objects from ``start_rv + 1`` on, each naming the
+    object's previous state (what the reflector hands the cache); labels never change."""
     rng = random.Random(seed)
     current = {item.key: item for item in items}
-    events = []
-    for rv in range(start_rv + 1, start_rv + 1 + count):
+    for rv in itertools.count(start_rv + 1):
         previous = current[items[rng.randrange(len(items))].key]
         item = Item(previous.key, previous.value, rv, previous.labels, previous.fields)
         current[item.key] = item
-        events.append(Event(EventType.MODIFIED, item, previous, rv))
-    return events
+        yield Event(EventType.MODIFIED, item, previous, rv)
+
+
+def modify_events(items: list[Item], count: int, start_rv: int, seed: int) -> list[Event]:
+    """``count`` of :func:`modifications`, built up front so only ``apply`` is timed."""
+    return list(itertools.islice(modifications(items, start_rv, seed), count))
 
 
 def applier(cache: WatchCache, events: list[Event]) -> Callable[[], None]:
@@ -210,54 +230,10 @@ async def apply_scenarios(n: int, repeats: int, seed: int) -> list[Result]:
     return results
 
 
-BEGIN = (
-    "<!-- cache-scenarios:begin (written by bench/cache_scenarios.py; edits inside are lost) -->"
-)
-END = "<!-- cache-scenarios:end -->"
-
-
-def splice(readme: str, section: str) -> str:
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start == -1 or end == -1 or end < start:
-        return readme.rstrip("\n") + "\n\n" + section
-    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
-
-
-def readme_section(results: list[Result], command: str) -> str:
-    return "\n".join(
-        [
-            BEGIN,
-            "## WatchCache scenarios (issue 3 targets)",
-            "",
-            f"Command: `{command}`, seed {seed_from_env()}. Per-op times are medians of rounds;",
-            "the baseline is the cheapest native way to do the same work, in the same run.",
-            "",
-            report(results),
-            END,
-            "",
-        ]
-    )
-
-
-def report(results: list[Result]) -> str:
-    lines = [
-        "| scenario | objects | per op | baseline | ratio | target | met |",
-        "|---|---:|---:|---:|---:|---:|:-:|",
-    ]
-    for r in results:
-        target = f"≤ {r.target_us:,.0f} µs" if r.target_us else "-"
-        met = "" if r.target_us is None else ("yes" if r.per_op_us <= r.target_us else "no")
-        lines.append(
-            f"| {r.scenario} | {r.n:,} | {r.per_op_us:,.1f} µs | {r.baseline_us:,.1f} µs "
-            f"| {r.ratio:.2f}x | {target} | {met} |"
-        )
-    return "\n".join(lines)
-
-
 async def main_async(args: argparse.Namespace) -> list[Result]:
     seed = seed_from_env()
-    small = 20_000 if args.quick else 100_000
-    large = 30_000 if args.quick else 300_000
+    small = 100_000 if args.full else 20_000
+    large = 300_000 if args.full else 30_000
     results = await list_scenarios(small, args.repeats, seed)
     results.append(await selector_scenario(large, args.repeats, seed))
     results += await apply_scenarios(small, args.repeats, seed)
@@ -265,25 +241,23 @@ async def main_async(args: argparse.Namespace) -> list[Result]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--json", type=Path, help="write the results here")
-    parser.add_argument("--readme", type=Path, help="splice the table into this README")
-    args = parser.parse_args(argv)
-    results = asyncio.run(main_async(args))
-    print(report(results))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "argv": sys.argv,
-            "seed": seed_from_env(),
-            "results": [asdict(r) | {"ratio": r.ratio} for r in results],
-        }
-        args.json.write_text(json.dumps(payload, indent=2) + "\n")
-    if args.readme:
-        command = "python bench/cache_scenarios.py " + " ".join(argv or sys.argv[1:])
-        args.readme.write_text(splice(args.readme.read_text(), readme_section(results, command)))
+    p = parser(__doc__)
+    p.add_argument("--repeats", type=int, default=7)
+    args = p.parse_args(argv)
+    title = "WatchCache scenarios (issue 3 targets)"
+    report = Report("cache-scenarios", title, mode(args))
+    rows = [r.row() for r in asyncio.run(main_async(args))]
+    report.how = (
+        f"Seed {seed_from_env()}. Per-op times are medians of rounds; the baseline is the "
+        "cheapest native way to do the same work, in the same run."
+    )
+    report.tables.append(table(rows))
+    report.data = {"seed": seed_from_env(), "rows": [asdict(r) for r in rows]}
+    report.publish(
+        results=args.results,
+        readme=None if args.no_readme else args.readme,
+        plot=plot_rows(rows, title),
+    )
     return 0
 
 

@@ -10,9 +10,15 @@ contender          snapshot               ordered scan          prefix count
 =================  =====================  ===================  ==========================
 watchcache         ``Tree.snapshot()``    ``Snapshot.scan``     ``count_prefix`` (O(log n))
 SortedDict         ``.copy()`` (O(n))     ``irange`` + islice   two ``bisect_left``
+OOBTree            a copy (O(n))          ``items(min=)`` +     ``len(keys(min, max))``
+                                          islice
 dict               ``.copy()`` (O(n))     sort all keys         startswith over all keys
 immutables.Map     the map itself (free)  sort all keys         startswith over all keys
 =================  =====================  ===================  ==========================
+
+``BTrees.OOBTree`` (ZODB's B-tree) has no O(1) snapshot: outside a ZODB database the only
+way to keep an old state while writing is to copy the tree, so its snapshot is
+``OOBTree(tree)``.
 
 Cheap operations (snapshot, get, put, count_prefix) are exposed as attributes holding the
 thinnest callable the structure allows (a bound method where possible), so a timed loop
@@ -186,6 +192,54 @@ class SortedDictContender(Contender):
         return iter(self.sd.items())
 
 
+class OOBTreeContender(Contender):
+    name = "OOBTree"
+    module = "BTrees.OOBTree"
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+        self.snapshot = self._copy
+        self.put = tree.__setitem__
+        self.get = tree.get
+        self.count_prefix = self._count_prefix
+
+    @classmethod
+    def version(cls) -> str:
+        from importlib.metadata import version
+
+        return version("BTrees")
+
+    @staticmethod
+    def construct(items: Items) -> Sized:
+        from BTrees.OOBTree import OOBTree
+
+        tree = OOBTree()
+        tree.update(items)
+        built: Sized = tree
+        return built
+
+    @classmethod
+    def load(cls, items: Items) -> Contender:
+        return cls(cls.construct_sorted(items))
+
+    def _copy(self) -> Sized:
+        copy: Sized = type(self.tree)(self.tree)
+        return copy
+
+    def _count_prefix(self, prefix: str) -> int:
+        return len(self.tree.keys(min=prefix, max=prefix_end(prefix), excludemax=True))
+
+    def scan_items(self, start: str, limit: int) -> Items:
+        return list(islice(self.tree.items(min=start), limit))
+
+    def scan_rendered(self, start: str, limit: int) -> bytes:
+        values = islice(self.tree.values(min=start), limit)
+        return b"".join((RENDER_HEAD, b",".join(values), RENDER_TAIL))
+
+    def iter_items(self) -> Iterator[tuple[str, bytes]]:
+        return iter(self.tree.items())
+
+
 class UnorderedContender(Contender):
     """A hash map: ordered reads sort every key first (O(n log n) per scan), prefix counts
     test every key. Subclasses say what ``reader`` is."""
@@ -278,7 +332,13 @@ class ImmutablesContender(UnorderedContender):
 #: In table order: the engine first, then peers from most to least alike.
 CONTENDERS: dict[str, type[Contender]] = {
     c.name: c
-    for c in (WatchcacheContender, SortedDictContender, DictContender, ImmutablesContender)
+    for c in (
+        WatchcacheContender,
+        SortedDictContender,
+        OOBTreeContender,
+        DictContender,
+        ImmutablesContender,
+    )
 }
 PEERS = [name for name in CONTENDERS if name != WatchcacheContender.name]
 

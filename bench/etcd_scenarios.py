@@ -1,4 +1,5 @@
 """etcd scenario benchmarks: the issue-4 targets, against a real etcd started here.
+(The paginated LIST against etcd is scenario 2, pagination.py.)
 
   fresh-consistent   consistent LIST (RV unset, limit 500) from an up-to-date cache of 10k
                      pods. Baseline: one etcd round trip (the current-revision Range). The
@@ -7,15 +8,13 @@
   after-write        put one pod, then a consistent LIST (limit 1): the time the read waited
                      for the cache (p50 and p99 over the run). Also after a write to another
                      prefix, which only a progress notification can bring into the cache.
-  paginate-100k      a full paginated LIST of 100k x 1 KB pods, limit 500, from the cache vs
-                     the same pages read from etcd (the planner's etcd backend). Ratio =
-                     etcd / cache (target >= 20x).
   initial-sync       list 300k x 1 KB pods from etcd into a fresh cache, in a child process:
                      time, peak RSS, and the cache's RSS over the raw bytes (target <= 1.5x).
 
-Usage: ``python bench/etcd_scenarios.py [--quick] [--json F] [--readme bench/README.md]``
-(``make bench-etcd``). ``--quick`` uses 20k/30k objects. etcd's data dir is a temp folder,
-removed at the end; loading 300k objects needs about 1.5 GB of disk.
+Usage: ``python bench/etcd_scenarios.py [--full]`` (quick: 50 rounds, 30k objects to sync;
+full: 200 rounds, 300k). Writes bench/results/etcd-scenarios.json and .png and its
+section of bench/README.md. etcd's data dir is a temp folder, removed at the end; loading
+300k objects needs about 1.5 GB of disk.
 """
 
 from __future__ import annotations
@@ -28,14 +27,14 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any
 
-from scenario_report import Row, list_all_from_etcd, publish
+from harness import etcd, mode, parser, peak_rss, percentile, rss
+from scenario_report import Report, Row, plot_rows, table
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
-from watchcache.etcd.store import EtcdStore
 from watchcache.options import ListOptions
 from watchcache.synced import SyncedCache
 
@@ -77,11 +76,6 @@ async def load(client: EtcdClient, n: int, size: int, start: int = 0) -> int:
 
     await asyncio.gather(*(put(b) for b in batches))
     return raw
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def timed(op: Any, rounds: int) -> float:
@@ -151,48 +145,6 @@ async def freshness_scenarios(client: EtcdClient, rounds: int) -> list[Row]:
         return rows
 
 
-async def paginate_scenario(client: EtcdClient, n: int) -> list[Row]:
-    await client.delete_range(PREFIX.encode(), b"/registry/pods0")
-    await load(client, n, 1024)
-    async with SyncedCache(client, PREFIX, resource="pods", kind="Pod") as pods:
-        cache = pods.cache
-
-        async def from_cache() -> int:
-            total, token = 0, ""
-            while True:
-                result = await cache.list(ListOptions(limit=500, continue_token=token))
-                cache.render(result)
-                total += len(result.items)
-                token = result.continue_token
-                if not token:
-                    return total
-
-        store = EtcdStore(client, PREFIX)
-
-        async def from_etcd() -> int:
-            return await list_all_from_etcd(store, PREFIX, "PodList", 500)
-
-        t = time.perf_counter()
-        assert await from_cache() == n
-        cache_s = time.perf_counter() - t
-        t = time.perf_counter()
-        assert await from_etcd() == n
-        etcd_s = time.perf_counter() - t
-    ratio = etcd_s / cache_s
-    return [
-        Row(
-            "paginate-100k: full LIST in pages of 500, cache",
-            n,
-            cache_s * 1e3,
-            "ms",
-            etcd_s * 1e3,
-            "≥ 20x faster than etcd",
-            ratio >= 20,
-            f"etcd {etcd_s * 1e3:,.0f} ms: {ratio:.1f}x",
-        )
-    ]
-
-
 def sync_scenario(endpoint: str, n: int, raw: int) -> Row:
     child = subprocess.run(
         [sys.executable, __file__, "--sync-child", endpoint],
@@ -217,21 +169,16 @@ def sync_scenario(endpoint: str, n: int, raw: int) -> Row:
     )
 
 
-def rss() -> tuple[int, int]:
-    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
-    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
-
-
 async def sync_child(endpoint: str) -> dict[str, float]:
     async with EtcdClient([endpoint], timeout=120) as client:
         await client.current_revision(b"/registry/pods")  # channel up before the baseline
-        before, _ = rss()
+        before = rss()
         pods = SyncedCache(client, PREFIX, resource="pods", kind="Pod")
         t = time.perf_counter()
         await pods.start(timeout=600)
         seconds = time.perf_counter() - t
         gc.collect()
-        after, peak = rss()
+        after, peak = rss(), peak_rss()
         items = len(pods.cache)
         await pods.stop()
     return {
@@ -244,12 +191,10 @@ async def sync_child(endpoint: str) -> dict[str, float]:
 
 
 async def main_async(args: argparse.Namespace, cluster: EtcdCluster) -> list[Row]:
-    rounds = 50 if args.quick else 200
-    page_n = 20_000 if args.quick else 100_000
-    sync_n = 30_000 if args.quick else 300_000
+    rounds = 200 if args.full else 50
+    sync_n = 300_000 if args.full else 30_000
     async with EtcdClient(cluster.endpoints, timeout=120) as client:
         rows = await freshness_scenarios(client, rounds)
-        rows += await paginate_scenario(client, page_n)
         await client.delete_range(PREFIX.encode(), b"/registry/pods0")
         raw = await load(client, sync_n, 1024)
     rows.append(sync_scenario(cluster.endpoints[0], sync_n, raw))
@@ -257,26 +202,23 @@ async def main_async(args: argparse.Namespace, cluster: EtcdCluster) -> list[Row
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--readme", type=Path)
-    parser.add_argument("--sync-child", metavar="ENDPOINT", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    p = parser(__doc__)
+    p.add_argument("--sync-child", metavar="ENDPOINT", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
     if args.sync_child:
         print(json.dumps(asyncio.run(sync_child(args.sync_child))))
         return 0
-    # etcd's default 2 GB backend quota is too small for 300k objects plus history.
-    with EtcdCluster(1, extra_args=("--quota-backend-bytes", str(8 * 2**30))) as cluster:
+    title = "etcd scenarios (issue 4 targets)"
+    report = Report("etcd-scenarios", title, mode(args))
+    with etcd() as cluster:
         rows = asyncio.run(main_async(args, cluster))
-    publish(
-        rows,
-        json_path=args.json,
-        readme=args.readme,
-        marker="etcd-scenarios",
-        title="etcd scenarios (issue 4 targets)",
-        how="a real etcd 3.5 started by the script. Baselines are measured in the same run.",
-        count_label="objects",
+    report.how = "A real etcd 3.5 started by the script. Baselines are measured in the same run."
+    report.tables.append(table(rows))
+    report.data = {"rows": [asdict(r) for r in rows]}
+    report.publish(
+        results=args.results,
+        readme=None if args.no_readme else args.readme,
+        plot=plot_rows(rows, title),
     )
     return 0
 

@@ -1,4 +1,4 @@
-"""Memory per item: RSS growth from building N items in watchcache vs dict vs SortedDict.
+"""Memory per item: RSS growth from building N items in watchcache and in its peers.
 
 Run: ``python bench/memory.py [--n 1000000] [--value-bytes 100] [--json PATH]``.
 
@@ -60,6 +60,16 @@ def build_sorteddict(stream: Entries) -> Sized:
     return sd
 
 
+def build_oobtree(stream: Entries) -> Sized:
+    from BTrees.OOBTree import OOBTree
+
+    tree = OOBTree()
+    for key, value in stream:  # update() wants a mapping or a sequence, not a stream
+        tree[key] = value
+    built: Sized = tree
+    return built
+
+
 def build_immutables(stream: Entries) -> Sized:
     import immutables
 
@@ -71,6 +81,7 @@ BUILDERS: dict[str, tuple[str, Callable[[Entries], Sized]]] = {
     "watchcache": ("watchcache._core", build_watchcache),
     "dict": ("builtins", build_dict),
     "SortedDict": ("sortedcontainers", build_sorteddict),
+    "OOBTree": ("BTrees.OOBTree", build_oobtree),
     "immutables.Map": ("immutables", build_immutables),
 }
 

@@ -1,15 +1,16 @@
-"""Turn pytest-benchmark JSONs (and optionally memory.py's JSON) into bench/README.md tables.
+"""Scenario 5, the engine against its peers: pytest-benchmark JSONs (and optionally
+memory.py's JSON) into bench/results/peers.json, peers.png and bench/README.md's section.
 
 Run: ``python bench/report.py bench/results/engine.json [bench/results/engine-1k.json ...]
-[--memory bench/results/memory.json] [--readme bench/README.md]``; ``--print`` writes the
-section to stdout instead.
+[--memory bench/results/memory.json] [--results bench/results] [--readme bench/README.md]``;
+``--print`` writes the section to stdout instead.
 
 Each engine JSON is one pytest run at one value size (conftest.py records it); ``make
 bench`` gives two, all operations at 100-byte values and the scans again at 1 KB. Files
 with the same value size are merged (a later file's result replaces an earlier one's).
 
 The README keeps its hand-written method and caveats; this script owns only the text
-between ``BEGIN`` and ``END`` below, replacing it whole, so a re-run never duplicates a
+between the ``peers`` markers, replacing it whole, so a re-run never duplicates a
 table. The section states the run's date, machine, seed and the exact command (recorded by
 conftest.py in ``machine_info["watchcache_bench"]``), then:
 
@@ -21,6 +22,9 @@ conftest.py in ``machine_info["watchcache_bench"]``), then:
   others) in the same run;
 - the memory table, when given.
 
+The figure shows, per operation and item count, each peer's median over watchcache's
+(above 1: watchcache is faster), on a log scale.
+
 Medians, not means: the machine is shared and a few preempted rounds skew a mean.
 """
 
@@ -30,16 +34,16 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from contender import CONTENDERS, PEERS
+from harness import README, RESULTS
 from memory import table as memory_table
+from scenario_report import Headline, Report, figure, fmt_ratio, fmt_time
 from workload import size_label
 
-BEGIN = "<!-- bench-report:begin (written by bench/report.py; edits inside are lost) -->"
-END = "<!-- bench-report:end -->"
 ENGINE = "watchcache"
 #: The value sizes the targets name: ~100-byte values, except the rendered 1 KB body.
 SMALL_VALUES = 100
@@ -95,17 +99,6 @@ class Target:
     value_bytes: int
     #: Measured value (display string) and whether it meets the limit, or None if not run.
     check: Callable[[ByKey, int], tuple[str, bool] | None]
-
-
-def fmt_time(seconds: float) -> str:
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def fmt_ratio(x: float) -> str:
-    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
 def fmt_bytes(b: int) -> str:
@@ -294,7 +287,6 @@ def render(runs: list[Run], memory: dict[str, Any] | None, argv: list[str]) -> s
     if memory:
         commands.append(f"`{memory.get('command', 'python bench/memory.py')}`")
     out = [
-        BEGIN,
         f"### Results of {first.doc['datetime'][:16].replace('T', ' ')} UTC",
         "",
         "- Made by " + ",\n  ".join(commands) + ",",
@@ -331,16 +323,68 @@ def render(runs: list[Run], memory: dict[str, Any] | None, argv: list[str]) -> s
             "",
             *memory_table(mem_rows),
         ]
-    out.append(END)
     return "\n".join(out) + "\n"
 
 
-def splice(readme: str, section: str) -> str:
-    """Replace the text from BEGIN to END (inclusive) with section, or append it."""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start == -1 or end == -1 or end < start:
-        return readme.rstrip("\n") + "\n\n" + section
-    return readme[:start] + section + readme[end + len(END) :].lstrip("\n")
+#: The operations the summary table quotes (the issue's list), in its order.
+HEADLINE_OPS = ("build", "snapshot", "put-after-snapshot", "scan-items", "iterate")
+
+
+def headline(results: list[Result]) -> list[Headline]:
+    """Per quoted operation, at the largest item count with small values: watchcache's
+    median, and the best peer's and how it compares (plus OOBTree's, the other B-tree)."""
+    small = [r for r in results if r.value_bytes == SMALL_VALUES and r.op != "harness"]
+    if not small:
+        return []
+    n = max(r.n for r in small)
+    cells = {(r.op, r.impl): r.median for r in small if r.n == n}
+    lines: list[Headline] = []
+    for op in HEADLINE_OPS:
+        mine = {impl: t for (o, impl), t in cells.items() if o == op}
+        if ENGINE not in mine:
+            continue
+        note = versus(mine)
+        if "OOBTree" in mine and "OOBTree" not in note:
+            note += f"; OOBTree {fmt_time(mine['OOBTree'])}"
+        lines.append(
+            Headline(
+                "Engine vs peers" if not lines else "",
+                f"{OPS[op]}, {size_label(n)} items",
+                fmt_time(mine[ENGINE]),
+                note=note,
+            )
+        )
+    return lines
+
+
+def plot(results: list[Result]) -> Callable[[Path], None]:
+    def draw(path: Path) -> None:
+        small = [r for r in results if r.value_bytes == SMALL_VALUES and r.op != "harness"]
+        sizes = sorted({r.n for r in small if r.n >= 100_000}) or sorted({r.n for r in small})
+        peers = [p for p in PEERS if any(r.impl == p for r in small)]
+        ops = [op for op in OPS if any(r.op == op for r in small)]
+        title = "Peer's median time / watchcache's (above 1: watchcache faster), 100-byte values"
+        with figure(path, title=title, ncols=len(sizes), size=(7 * len(sizes), 6)) as axes:
+            for ax, n in zip(axes, sizes, strict=True):
+                cells = {(r.op, r.impl): r.median for r in small if r.n == n}
+                width = 0.8 / max(1, len(peers))
+                for i, peer in enumerate(peers):
+                    ys = [k + i * width for k in range(len(ops))]
+                    ratios = [
+                        cells[(op, peer)] / cells[(op, ENGINE)]
+                        if (op, peer) in cells and (op, ENGINE) in cells
+                        else 0.0
+                        for op in ops
+                    ]
+                    ax.barh(ys, ratios, width, label=peer)
+                ax.axvline(1.0, color="black", linewidth=0.8)
+                ax.set_xscale("log")
+                ax.set_yticks([k + 0.4 - width / 2 for k in range(len(ops))], [OPS[o] for o in ops])
+                ax.invert_yaxis()
+                ax.set_title(f"{size_label(n)} items", fontsize=10)
+                ax.legend(fontsize=8)
+
+    return draw
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         help="pytest --benchmark-json output, one or more (one value size each)",
     )
     parser.add_argument("--memory", type=Path, help="memory.py --json output")
-    parser.add_argument("--readme", type=Path, default=Path(__file__).with_name("README.md"))
+    parser.add_argument("--results", type=Path, default=RESULTS, help="for peers.json and .png")
+    parser.add_argument("--readme", type=Path, default=README)
     parser.add_argument("--print", action="store_true", help="print, do not touch the README")
     args = parser.parse_args(argv)
     runs = [load(path) for path in args.engine_json]
@@ -362,9 +407,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.print:
         sys.stdout.write(section)
         return 0
-    old = args.readme.read_text() if args.readme.exists() else "# Benchmarks\n"
-    args.readme.write_text(splice(old, section))
-    print(f"report: wrote {args.readme}")
+    results = merge(runs)
+    quick = any(run.bench_info.get("quick") for run in runs)
+    report = Report(
+        "peers",
+        "Scenario 5: the engine vs SortedDict, OOBTree, dict and immutables.Map",
+        "quick" if quick else "full",
+        how="Engine microbenchmarks (pytest-benchmark), each operation written once and run "
+        "for every structure; see Method above."
+        + (" Quick mode: 100k items only." if quick else ""),
+        tables=[section],
+        headline=headline(results),
+        data={
+            "results": [asdict(r) for r in results],
+            "memory": memory["results"] if memory else None,
+            "bench_info": [run.bench_info for run in runs],
+        },
+    )
+    report.publish(results=args.results, readme=args.readme, plot=plot(results))
     return 0
 
 
