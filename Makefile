@@ -16,7 +16,7 @@ BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
 # Extra arguments to bench/run_all.py, e.g. BENCH_ARGS="--only kep2340,pagination".
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean soak
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -70,6 +70,14 @@ test-tsan:
 
 test-python: install etcd kubectl
 	$(PY) -m pytest
+
+# The long reliability run (tests/reliability/README.md): SOAK_MINUTES of random traffic
+# over HTTP against two apiservers on a 3-member etcd, every watch stream validated; the
+# summary goes to tests/reliability/results/soak.json. Then the long fuzzing run.
+SOAK_MINUTES ?= 10
+soak: install etcd
+	$(PY) tests/reliability/soak.py --minutes $(SOAK_MINUTES)
+	$(MAKE) fuzz-long
 
 lint: venv
 	$(PY) -m ruff check python tests bench

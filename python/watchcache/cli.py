@@ -39,6 +39,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
 def run_demo(args: argparse.Namespace) -> int:
     return demo.run(
         demo.DemoOptions(
@@ -84,6 +95,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_limit=args.max_limit,
         consistent_reads=ConsistentReadsMode(args.consistent_reads),
         log_level=args.log_level,
+        check_consistency_every=args.check_consistency_every,
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -169,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_cmd.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    serve_cmd.add_argument(
+        "--check-consistency-every",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help="compare each cache with etcd this often (times 1-1.5 jitter; default: never)",
     )
     serve_cmd.set_defaults(handler=run_serve)
 

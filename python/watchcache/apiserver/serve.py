@@ -50,6 +50,8 @@ class ServeOptions:
     max_limit: int = DEFAULT_MAX_LIMIT
     consistent_reads: ConsistentReadsMode = ConsistentReadsMode.AUTO
     log_level: str = "info"
+    #: Run the inconsistency detector (consistency.py) every this many seconds; None: off.
+    check_consistency_every: float | None = None
 
 
 @dataclass
@@ -151,6 +153,7 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             options.resources,
             max_limit=options.max_limit,
             consistent_reads=options.consistent_reads,
+            check_consistency_every=options.check_consistency_every,
         )
         config = uvicorn.Config(
             server.app(),

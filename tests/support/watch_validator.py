@@ -1,0 +1,655 @@
+"""Validators for what one watcher received, one check per watch guarantee.
+
+A watcher's life is a chain of :class:`WatchSession` s: one per watch request, from the rv it
+started at (exclusive) to the way it ended — closed by the client or a timeout, terminated
+by the server (the client resumes from the last rv it saw), or 410 Expired (the client lists
+again and watches from the list's rv). Each session records what arrived, in order: events
+(type, key, the object's resourceVersion) and bookmarks (their rv), plus, for a watch that
+sends initial events, the initial ADDED objects and the rv of that state.
+
+The oracle is what etcd did: the state under the watched prefix just before the first
+revision of interest (a Range at that revision) and every change after it (a watch from
+that revision with ``prev_kv``, so each change carries the labels before and after).
+:class:`Oracle` answers "what must a watcher with this prefix and label selector see in
+(start, end]" (SEMANTICS.md §5.5: an object entering the selector is ADDED, leaving it is
+DELETED at the change's rv) and "what was the state at rv R".
+
+Checks, each violation naming the guarantee it breaks (as etcd's robustness validators do):
+
+* ``ordered``: rvs never go back, nothing at or below the start rv (several events may share
+  one rv: one etcd transaction can change several keys);
+* ``unique``: no (key, rv) twice;
+* ``reliable``: every change etcd made in (start, covered] that the watcher's filter selects
+  arrived with the type the filter implies, and nothing else did (``covered``: the highest
+  rv an event or bookmark vouched for, or the rv the caller knows was delivered);
+* ``bookmarkable``: bookmarks never go back, never below an event already delivered, never
+  above etcd's revision, and no event after a bookmark is at or below it;
+* ``resumable``: a watch restarted from any delivered rv gets exactly the suffix after that
+  rv; consecutive sessions of one watcher start where the previous one stopped (after a
+  410, at a list rv no older than what was already seen);
+* ``initial state``: the initial events are exactly the selected objects of the state at
+  the initial rv, each with its own mod revision, each once.
+
+A 410 end is a legitimate end (the client relists); any other error end is a violation.
+``events_checked`` counts every event, bookmark and initial object examined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import enum
+import itertools
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from watchcache.etcd.client import EtcdClient, prefix_range_end
+from watchcache.etcd.proto import kv_pb2
+from watchcache.etcd.watch import EtcdWatch
+
+Labels = Mapping[str, str]
+#: key -> (mod revision, labels): the objects under a prefix at one revision.
+State = dict[str, tuple[int, Labels]]
+
+ADDED, MODIFIED, DELETED, BOOKMARK = "ADDED", "MODIFIED", "DELETED", "BOOKMARK"
+_CHANGE_TYPES = frozenset((ADDED, MODIFIED, DELETED))
+
+
+class Guarantee(enum.StrEnum):
+    ORDERED = "ordered"
+    UNIQUE = "unique"
+    RELIABLE = "reliable"
+    BOOKMARKABLE = "bookmarkable"
+    RESUMABLE = "resumable"
+    INITIAL = "initial state"
+
+
+class End(enum.StrEnum):
+    OPEN = "open"  # still running when checked (treated like closed)
+    CLOSED = "closed"  # by the client, or the watch's timeout
+    TERMINATED = "terminated"  # the server ended the stream; resume from the last rv
+    EXPIRED = "expired"  # 410: the client lists again
+    ERROR = "error"  # any other error: a violation
+
+
+class HistoryTooShortError(ValueError):
+    """A session reaches outside the revisions the oracle holds: a harness bug."""
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    guarantee: Guarantee
+    session: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.guarantee}: {self.session}: {self.message}"
+
+
+# -- label selectors, as an oracle --------------------------------------------------------------
+
+_REQUIREMENT = re.compile(
+    r"\s*(?:(?P<not>!)\s*(?P<absent>[\w./-]+)"
+    r"|(?P<key>[\w./-]+)\s*(?:(?P<op>==|!=|=)\s*(?P<value>[\w.-]*)"
+    r"|\s+(?P<setop>in|notin)\s*\((?P<values>[^)]*)\))?)\s*(?:,|$)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """The equality- and set-based label selector grammar (``a=b``, ``a!=b``, ``a in (x,y)``,
+    ``a notin (x)``, ``a``, ``!a``), written apart from the product's parser so it can judge
+    it. An empty selector selects everything."""
+
+    text: str
+    requirements: tuple[tuple[str, str, frozenset[str]], ...]
+
+    @classmethod
+    def parse(cls, text: str) -> LabelSelector:
+        requirements: list[tuple[str, str, frozenset[str]]] = []
+        position = 0
+        while position < len(text):
+            match = _REQUIREMENT.match(text, position)
+            if match is None or match.end() == position:
+                raise ValueError(f"label selector {text!r}: cannot parse at {position}")
+            position = match.end()
+            if match["absent"]:
+                requirements.append((match["absent"], "!", frozenset()))
+            elif match["op"]:
+                op = "!=" if match["op"] == "!=" else "="
+                requirements.append((match["key"], op, frozenset((match["value"],))))
+            elif match["setop"]:
+                values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
+                requirements.append((match["key"], match["setop"], values))
+            else:
+                requirements.append((match["key"], "exists", frozenset()))
+        return cls(text, tuple(requirements))
+
+    def matches(self, labels: Labels) -> bool:
+        for key, op, values in self.requirements:
+            value = labels.get(key)
+            if op in {"=", "in"}:
+                ok = value is not None and value in values
+            elif op in {"!=", "notin"}:
+                ok = value is None or value not in values
+            elif op == "exists":
+                ok = value is not None
+            else:
+                ok = value is None
+            if not ok:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFilter:
+    """What a watcher selects: keys under ``prefix`` whose labels match ``selector``."""
+
+    prefix: str
+    selector: str = ""
+    _compiled: LabelSelector = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", LabelSelector.parse(self.selector))
+
+    def selects(self, key: str, labels: Labels | None) -> bool:
+        return labels is not None and key.startswith(self.prefix) and self._compiled.matches(labels)
+
+
+# -- what etcd did --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One key changed at ``revision``: ``labels`` after (None: deleted) and ``previous``
+    before (None: it did not exist)."""
+
+    revision: int
+    key: str
+    labels: Labels | None
+    previous: Labels | None
+
+    def as_seen_by(self, flt: WatchFilter) -> str | None:
+        """The event type a watcher with ``flt`` gets for this change, or None."""
+        if not self.key.startswith(flt.prefix):
+            return None
+        now = flt.selects(self.key, self.labels)
+        before = flt.selects(self.key, self.previous)
+        if now:
+            return MODIFIED if before else ADDED
+        return DELETED if before else None
+
+
+class Oracle:
+    """etcd's history of one prefix: the state just before ``first`` and every change in
+    ``[first, last]``. Built from :func:`read_state` and :func:`read_history`, possibly in
+    parts (:meth:`extend`: history read before a compaction, the rest after)."""
+
+    def __init__(self, base: State, first: int, changes: Iterable[Change], last: int) -> None:
+        self.base = dict(base)
+        self.first = first
+        self.changes: list[Change] = []
+        self._revisions: list[int] = []
+        self.last = first - 1
+        self._memo: tuple[int, int, State] | None = None
+        self.extend(changes, last)
+
+    def extend(self, changes: Iterable[Change], last: int) -> None:
+        if last < self.last:
+            raise ValueError(f"the history cannot shrink: {last} < {self.last}")
+        floor = self.last + 1
+        for change in changes:
+            if change.revision < floor:
+                raise ValueError(f"change at {change.revision} is out of order (>= {floor})")
+            floor = change.revision
+            if change.revision > last:
+                raise ValueError(f"change at {change.revision} is after the last revision {last}")
+            self.changes.append(change)
+            self._revisions.append(change.revision)
+        self.last = last
+
+    def between(self, after: int, through: int) -> list[Change]:
+        """Changes with ``after < revision <= through``."""
+        if after + 1 < self.first or through > self.last:
+            raise HistoryTooShortError(
+                f"({after}, {through}] is not inside the history [{self.first}, {self.last}]"
+            )
+        lo = bisect.bisect_right(self._revisions, after)
+        hi = bisect.bisect_right(self._revisions, through)
+        return self.changes[lo:hi]
+
+    def expected(self, flt: WatchFilter, after: int, through: int) -> list[tuple[str, str, int]]:
+        """(type, key, rv) of every event a watcher with ``flt`` must get in (after, through]."""
+        out: list[tuple[str, str, int]] = []
+        for change in self.between(after, through):
+            kind = change.as_seen_by(flt)
+            if kind is not None:
+                out.append((kind, change.key, change.revision))
+        return out
+
+    def state_at(self, revision: int) -> State:
+        """The objects at ``revision`` (a copy). Successive calls at increasing revisions
+        only apply the changes in between."""
+        if revision < self.first - 1 or revision > self.last:
+            raise HistoryTooShortError(
+                f"revision {revision} is not inside [{self.first - 1}, {self.last}]"
+            )
+        if self._memo is not None and self._memo[0] <= revision:
+            index, state = self._memo[1], dict(self._memo[2])
+        else:
+            index, state = 0, dict(self.base)
+        while index < len(self.changes) and self.changes[index].revision <= revision:
+            change = self.changes[index]
+            if change.labels is None:
+                state.pop(change.key, None)
+            else:
+                state[change.key] = (change.revision, change.labels)
+            index += 1
+        self._memo = (revision, index, state)
+        return dict(state)
+
+    def selected(self, flt: WatchFilter, revision: int) -> dict[str, int]:
+        """key -> mod revision of what ``flt`` selects at ``revision``."""
+        return {
+            key: rv
+            for key, (rv, labels) in self.state_at(revision).items()
+            if flt.selects(key, labels)
+        }
+
+
+def labels_of(value: bytes) -> Labels:
+    """The ``metadata.labels`` of a Kubernetes object's JSON ({} when absent or not JSON)."""
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return {}
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+async def read_state(client: EtcdClient, prefix: str, revision: int) -> State:
+    """The objects under ``prefix`` at ``revision`` (0: now), read in pages."""
+    start, end = prefix.encode(), prefix_range_end(prefix.encode())
+    state: State = {}
+    if revision < 0:
+        return state
+    while True:
+        response = await client.range(start, end, revision=revision, limit=1000)
+        revision = revision or int(response.header.revision)
+        for kv in response.kvs:
+            state[kv.key.decode()] = (int(kv.mod_revision), labels_of(kv.value))
+        if not response.more or not response.kvs:
+            return state
+        start = response.kvs[-1].key + b"\0"
+
+
+async def read_history(
+    client: EtcdClient, prefix: str, first: int, last: int, *, timeout: float = 60.0
+) -> list[Change]:
+    """Every change under ``prefix`` with ``first <= revision <= last``, read by a watch
+    from ``first`` (with ``prev_kv``) until etcd vouches for ``last`` (an event at or after
+    it, or a progress notification: requested every 100 ms, as etcd 3.5 drops a request that
+    arrives while the watch catches up)."""
+    changes: list[Change] = []
+    if last < first:
+        return changes
+    async with EtcdWatch(client, prefix.encode(), start_revision=first) as watch:
+
+        async def tick() -> None:
+            while True:
+                watch.request_progress()
+                await asyncio.sleep(0.1)
+
+        ticker = asyncio.create_task(tick())
+        try:
+            async with asyncio.timeout(timeout):
+                async for batch in watch:
+                    for event in batch.events:
+                        if event.kv.mod_revision <= last:
+                            changes.append(_change(event))
+                    if watch.progress_revision >= last:
+                        break
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+    return changes
+
+
+def _change(event: kv_pb2.Event) -> Change:
+    previous = labels_of(event.prev_kv.value) if event.HasField("prev_kv") else None
+    labels = labels_of(event.kv.value) if event.type == kv_pb2.Event.PUT else None
+    return Change(int(event.kv.mod_revision), event.kv.key.decode(), labels, previous)
+
+
+async def read_oracle(client: EtcdClient, prefix: str, first: int, last: int) -> Oracle:
+    """The state before ``first`` and the changes in ``[first, last]``, read from etcd."""
+    base = await read_state(client, prefix, first - 1) if first > 1 else {}
+    return Oracle(base, first, await read_history(client, prefix, first, last), last)
+
+
+# -- what a watcher received ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    type: str
+    key: str  # "" for a bookmark
+    rv: int
+
+
+@dataclass
+class WatchSession:
+    """One watch request's stream, as the client received it.
+
+    ``start_rv``: the rv the watch started from (events must be above it). A watch that
+    sends initial events starts with ``initial=True``: ADDED events go to ``initial`` until
+    the initial-events-end bookmark, whose rv becomes ``initial_rv`` and ``start_rv``.
+    ``synced_to``: set by the caller when it knows everything up to that rv was delivered
+    (e.g. it saw an event it wrote last); otherwise coverage ends at the last delivered rv.
+    """
+
+    flt: WatchFilter
+    start_rv: int
+    name: str = "watch"
+    initial: bool = False
+    initial_rv: int | None = None
+    initial_events: list[Delivered] = field(default_factory=list)
+    events: list[Delivered] = field(default_factory=list)
+    end: End = End.OPEN
+    error: str = ""
+    synced_to: int = 0
+
+    def record(self, kind: str, key: str, rv: int, *, initial_end: bool = False) -> None:
+        if self.initial and self.initial_rv is None:
+            if kind == BOOKMARK and initial_end:
+                self.initial_rv = self.start_rv = rv
+                return
+            if kind == ADDED:
+                self.initial_events.append(Delivered(kind, key, rv))
+                return
+        self.events.append(Delivered(kind, "" if kind == BOOKMARK else key, rv))
+
+    def finish(self, end: End, error: str = "") -> None:
+        self.end, self.error = end, error
+
+    @property
+    def changes(self) -> list[Delivered]:
+        return [e for e in self.events if e.type != BOOKMARK]
+
+    @property
+    def last_rv(self) -> int:
+        """Where a client resumes: the highest rv it has seen on this session."""
+        return max([self.start_rv, *(e.rv for e in self.events)])
+
+    @property
+    def covered(self) -> int:
+        """Up to which rv this session vouches for having delivered everything."""
+        return max(self.last_rv, self.synced_to)
+
+    @property
+    def size(self) -> int:
+        return len(self.events) + len(self.initial_events)
+
+
+class WatchValidator:
+    """Checks sessions against an :class:`Oracle`; collects ``violations`` and counts
+    ``events_checked``. Every ``check*`` returns the violations it found."""
+
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+        self.violations: list[Violation] = []
+        self.events_checked = 0
+        self.sessions_checked = 0
+
+    def _report(self, found: list[Violation]) -> list[Violation]:
+        self.violations.extend(found)
+        return found
+
+    def check(self, session: WatchSession) -> list[Violation]:
+        """ordered, unique, bookmarkable, reliable and (if any) initial state."""
+        found: list[Violation] = []
+
+        def bad(guarantee: Guarantee, message: str) -> None:
+            found.append(Violation(guarantee, session.name, message))
+
+        self.sessions_checked += 1
+        self.events_checked += session.size
+        if session.end is End.ERROR:
+            bad(Guarantee.RELIABLE, f"the stream ended with an error: {session.error}")
+        if session.initial and session.initial_rv is None:
+            if session.events:
+                bad(Guarantee.INITIAL, "events arrived before the initial-events-end bookmark")
+            return self._report(found)
+        if session.initial:
+            found += self._initial(session)
+
+        last_event = session.start_rv
+        last_bookmark = 0
+        seen: set[tuple[str, int]] = set()
+        for e in session.events:
+            if e.type == BOOKMARK:
+                if e.rv < last_bookmark:
+                    bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} after bookmark {last_bookmark}")
+                if e.rv < last_event:
+                    bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} below delivered rv {last_event}")
+                if e.rv > self.oracle.last:
+                    bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} above etcd's {self.oracle.last}")
+                last_bookmark = max(last_bookmark, e.rv)
+                continue
+            if e.type not in _CHANGE_TYPES:
+                bad(Guarantee.RELIABLE, f"unknown event type {e.type} at {e.rv}")
+            if e.rv <= session.start_rv:
+                bad(Guarantee.ORDERED, f"{e.type} {e.key} at {e.rv}, not above the start")
+            elif e.rv < last_event:
+                bad(Guarantee.ORDERED, f"{e.type} {e.key} at {e.rv} after an event at {last_event}")
+            if e.rv <= last_bookmark:
+                bad(
+                    Guarantee.BOOKMARKABLE,
+                    f"{e.type} {e.key} at {e.rv} after a bookmark at {last_bookmark}",
+                )
+            if (e.key, e.rv) in seen:
+                bad(Guarantee.UNIQUE, f"{e.type} {e.key} at {e.rv} delivered twice")
+            seen.add((e.key, e.rv))
+            last_event = max(last_event, e.rv)
+
+        found += self._reliable(session)
+        return self._report(found)
+
+    def _reliable(self, session: WatchSession) -> list[Violation]:
+        through = session.covered
+        if through > self.oracle.last:
+            # A bookmark from beyond etcd's revision is reported as such; anything else
+            # past the history means the harness read too little of it.
+            changes = [e.rv for e in session.changes]
+            if max([session.synced_to, *changes]) <= self.oracle.last:
+                through = self.oracle.last
+        expected = self.oracle.expected(session.flt, session.start_rv, through)
+        want = {(key, rv): kind for kind, key, rv in expected}
+        got: dict[tuple[str, int], str] = {}
+        for e in session.changes:
+            got.setdefault((e.key, e.rv), e.type)
+        found: list[Violation] = []
+        for (key, rv), kind in want.items():
+            if (key, rv) not in got:
+                found.append(
+                    Violation(Guarantee.RELIABLE, session.name, f"lost {kind} {key} at {rv}")
+                )
+            elif got[key, rv] != kind:
+                found.append(
+                    Violation(
+                        Guarantee.RELIABLE,
+                        session.name,
+                        f"{key} at {rv} arrived as {got[key, rv]}, etcd's change makes it {kind}",
+                    )
+                )
+        for (key, rv), kind in got.items():
+            if (key, rv) not in want:
+                found.append(
+                    Violation(
+                        Guarantee.RELIABLE,
+                        session.name,
+                        f"{kind} {key} at {rv}: no such change for this watcher in etcd",
+                    )
+                )
+        return found
+
+    def _initial(self, session: WatchSession) -> list[Violation]:
+        assert session.initial_rv is not None
+        want = self.oracle.selected(session.flt, session.initial_rv)
+        found: list[Violation] = []
+        got: dict[str, int] = {}
+        for e in session.initial_events:
+            if e.key in got:
+                found.append(
+                    Violation(Guarantee.INITIAL, session.name, f"{e.key} sent twice initially")
+                )
+            got[e.key] = e.rv
+        for key, rv in want.items():
+            if key not in got:
+                found.append(
+                    Violation(
+                        Guarantee.INITIAL,
+                        session.name,
+                        f"{key} (rv {rv}) missing from the state at {session.initial_rv}",
+                    )
+                )
+            elif got[key] != rv:
+                found.append(
+                    Violation(
+                        Guarantee.INITIAL,
+                        session.name,
+                        f"{key} sent at rv {got[key]}, etcd had {rv} at {session.initial_rv}",
+                    )
+                )
+        for key in got.keys() - want.keys():
+            found.append(
+                Violation(
+                    Guarantee.INITIAL,
+                    session.name,
+                    f"{key} sent initially, not selected at {session.initial_rv}",
+                )
+            )
+        return found
+
+    def check_resumed(self, original: WatchSession, resumed: WatchSession) -> list[Violation]:
+        """``resumed`` restarted from an rv ``original`` delivered: up to what both cover,
+        it got exactly ``original``'s events after that rv (and is itself checked)."""
+        found = self.check(resumed)
+        start = resumed.start_rv
+        through = min(original.covered, resumed.covered)
+        suffix = [(e.type, e.key, e.rv) for e in original.changes if start < e.rv <= through]
+        again = [(e.type, e.key, e.rv) for e in resumed.changes if e.rv <= through]
+        if again != suffix:
+            found.append(
+                Violation(
+                    Guarantee.RESUMABLE,
+                    resumed.name,
+                    f"re-watch from {start} through {through} got {_brief(again)}, "
+                    f"the original stream had {_brief(suffix)}",
+                )
+            )
+            self.violations.append(found[-1])
+        return found
+
+    def check_chain(self, sessions: Sequence[WatchSession]) -> list[Violation]:
+        """One watcher's consecutive sessions: each starts where the last one stopped, or
+        after a 410 at a list rv no older than what was already seen."""
+        found: list[Violation] = []
+        seen = 0
+        for before, after in itertools.pairwise(sessions):
+            seen = max(seen, before.last_rv)
+            if before.end is End.EXPIRED:
+                if after.start_rv < seen and not after.initial:
+                    found.append(
+                        Violation(
+                            Guarantee.RESUMABLE,
+                            after.name,
+                            f"after 410 it restarted at {after.start_rv}, below the {seen} "
+                            "already seen",
+                        )
+                    )
+                if after.initial and after.initial_rv is not None and after.initial_rv < seen:
+                    found.append(
+                        Violation(
+                            Guarantee.RESUMABLE,
+                            after.name,
+                            f"after 410 its initial state is at {after.initial_rv}, below the "
+                            f"{seen} already seen",
+                        )
+                    )
+            elif after.start_rv != before.last_rv:
+                found.append(
+                    Violation(
+                        Guarantee.RESUMABLE,
+                        after.name,
+                        f"resumed at {after.start_rv}, the previous session ended at "
+                        f"{before.last_rv}",
+                    )
+                )
+        return self._report(found)
+
+    def check_state(
+        self, name: str, flt: WatchFilter, revision: int, have: Mapping[str, int]
+    ) -> list[Violation]:
+        """A client's view (key -> rv, from a list and the events after it) at ``revision``
+        is what ``flt`` selected in etcd then."""
+        want = self.oracle.selected(flt, revision)
+        if dict(have) == want:
+            return []
+        missing = sorted(want.keys() - have.keys())
+        extra = sorted(have.keys() - want.keys())
+        stale = sorted(k for k in want.keys() & have.keys() if want[k] != have[k])
+        return self._report(
+            [
+                Violation(
+                    Guarantee.RELIABLE,
+                    name,
+                    f"state at {revision} differs from etcd: missing {missing[:5]}, "
+                    f"extra {extra[:5]}, other rv {stale[:5]}",
+                )
+            ]
+        )
+
+
+def _brief(events: list[tuple[str, str, int]]) -> str:
+    if len(events) <= 4:
+        return str(events)
+    return f"{len(events)} events {events[:2]} ... {events[-2:]}"
+
+
+def summarize(violations: Iterable[Violation]) -> dict[str, int]:
+    """Violations counted by guarantee."""
+    return dict(Counter(str(v.guarantee) for v in violations))
+
+
+@dataclass
+class Tally:
+    """What a run of fault scenarios did: faults injected by kind, and what the validators
+    examined (added with :meth:`add`)."""
+
+    faults: Counter[str] = field(default_factory=Counter)
+    events_checked: int = 0
+    sessions_checked: int = 0
+    violations: int = 0
+
+    def fault(self, kind: str) -> None:
+        self.faults[kind] += 1
+
+    def add(self, validator: WatchValidator) -> None:
+        self.events_checked += validator.events_checked
+        self.sessions_checked += validator.sessions_checked
+        self.violations += len(validator.violations)
+
+    def line(self) -> str:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(self.faults.items()))
+        return (
+            f"{sum(self.faults.values())} faults injected ({kinds or 'none'}); "
+            f"{self.events_checked} watch events checked in {self.sessions_checked} sessions; "
+            f"{self.violations} violations"
+        )
