@@ -8,6 +8,8 @@ bounded by ``asyncio.wait_for``.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -475,3 +477,29 @@ async def test_failover_when_the_preferred_member_is_killed(etcd_cluster: EtcdCl
         assert status.version == "3.5.16"
         with pytest.raises(EtcdUnavailableError):
             await client.status(f"127.0.0.1:{free_ports(1)[0]}", timeout=0.3)
+
+
+async def test_a_frozen_preferred_member_costs_one_deadline_then_calls_go_elsewhere(
+    etcd_cluster: EtcdCluster,
+) -> None:
+    async with EtcdClient(etcd_cluster.endpoints, timeout=10.0) as client:
+        await client.put(b"/frozen", b"v")
+        leader = await leader_endpoint(client, etcd_cluster)
+        follower = next(e for e in etcd_cluster.endpoints if e != leader)
+        client.prefer(follower)
+        await client.range(b"/frozen", serializable=True)  # the channel is open and ready
+        victim = next(m for m in etcd_cluster.members if m.endpoint == follower)
+        assert victim.pid is not None
+        os.kill(victim.pid, signal.SIGSTOP)
+        try:
+            # The frozen member accepts the call and never answers: this one call fails at
+            # its deadline, as it would against any silent server...
+            with pytest.raises(EtcdUnavailableError):
+                await client.range(b"/frozen", serializable=True, timeout=1.0)
+            # ...and the next ones start on another member instead of waiting again.
+            assert client.endpoint_order()[0] != follower
+            for _ in range(3):
+                kv = await client.get(b"/frozen", timeout=5.0)
+                assert kv is not None and kv.value == b"v"
+        finally:
+            os.kill(victim.pid, signal.SIGCONT)

@@ -45,7 +45,9 @@ CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
+    # No pings on idle channels: etcd's server policy counts them as abuse and closes the
+    # connection (GOAWAY too_many_pings); a watch stream is a call, so it stays covered.
+    ("grpc.keepalive_permit_without_calls", 0),
     # Fail fast on a dead member so failover moves on instead of waiting out the deadline.
     ("grpc.initial_reconnect_backoff_ms", 100),
     # Despite its name, gRPC core's connection-attempt timeout (default 20 s): a member that
@@ -165,6 +167,10 @@ class EtcdClient:
     def prefer(self, endpoint: str) -> None:
         self._preferred = self.endpoints.index(endpoint)
 
+    def prefer_after(self, endpoint: str) -> None:
+        """Make the endpoint after ``endpoint`` the first to try."""
+        self._preferred = (self.endpoints.index(endpoint) + 1) % len(self.endpoints)
+
     async def close(self) -> None:
         self._closed = True
         channels, self._channels = self._channels, {}
@@ -213,6 +219,11 @@ class EtcdClient:
                         raise EtcdError("the etcd client is closed") from None
                     raise
                 except grpc.aio.AioRpcError as error:
+                    if error.code() is grpc.StatusCode.DEADLINE_EXCEEDED and endpoint is None:
+                        # A member frozen on an open connection takes the call and never
+                        # answers; its channel still looks healthy until keepalive gives up
+                        # (~40 s). Start the next calls elsewhere instead of waiting on it.
+                        self.prefer_after(target)
                     if error.code() not in _RETRYABLE:
                         raise translate_error(error) from error
                     last = error
