@@ -10,6 +10,11 @@ Hypothesis profiles (pick one with env ``HYPOTHESIS_PROFILE``; the default is ``
 No profile has a deadline: native calls, ``gc.collect()`` and ``check_invariants()`` vary too
 much in time for a per-example deadline to mean anything.
 
+Real etcd for the tests that need it (never a fake): ``etcd`` is one member of trixie's etcd
+3.5, ``etcd_cluster`` three members, ``etcd_34`` bookworm's 3.4.23 (progress-notify bug; for
+the version safeguard). Members start on free loopback ports with a temporary data dir and
+are stopped by PID when the test ends, failed or not.
+
 Randomness outside hypothesis comes from the ``rng`` fixture, seeded from env
 ``WATCHCACHE_SEED`` (a random seed when unset). The seed is printed in the report header and
 in the captured output of every test that uses it; rerun with ``WATCHCACHE_SEED=<seed>``.
@@ -19,11 +24,16 @@ on its own, whatever ran before it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from watchcache.etcd.process import EtcdCluster
 
 _SLOW_DATA_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -87,3 +97,31 @@ def seed(request: pytest.FixtureRequest) -> int:
 def rng(seed: int) -> random.Random:
     """A generator for non-hypothesis randomness, reproducible through ``WATCHCACHE_SEED``."""
     return random.Random(seed)
+
+
+@pytest.fixture
+def etcd() -> Iterator[EtcdCluster]:
+    with EtcdCluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def etcd_cluster() -> Iterator[EtcdCluster]:
+    cluster = EtcdCluster(3)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        # A member a failed test left frozen (SIGSTOP) would ignore the SIGTERM of stop()
+        # for its whole timeout: wake every member first.
+        for member in cluster.members:
+            if member.running and member.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(member.pid, signal.SIGCONT)
+        cluster.stop()
+
+
+@pytest.fixture
+def etcd_34() -> Iterator[EtcdCluster]:
+    with EtcdCluster(1, suite="bookworm") as cluster:
+        yield cluster
