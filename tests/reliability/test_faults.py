@@ -375,6 +375,25 @@ async def restart(cluster: EtcdCluster, *members: EtcdMember) -> None:
     await asyncio.to_thread(start)
 
 
+def cache_on_follower(cluster: EtcdCluster) -> Callable[[Run], Awaitable[None]]:
+    """A ``prepare``: the cache's watch on a follower, the writers on the leader."""
+
+    async def prepare(run: Run) -> None:
+        chief = await leader(run.oracle_client, cluster)
+        follower = next(m for m in cluster.members if m is not chief)
+        run.cache_client.prefer(follower.endpoint)
+        run.writer_client.prefer(chief.endpoint)
+
+    return prepare
+
+
+def watched_member(run: Run, cluster: EtcdCluster) -> EtcdMember:
+    """The member the cache's etcd watch is on now."""
+    watch = run.synced.reflector.watch
+    assert watch is not None
+    return next(m for m in cluster.members if m.endpoint == watch.endpoint)
+
+
 @contextlib.contextmanager
 def frozen(member: EtcdMember) -> Iterator[None]:
     """SIGSTOP ``member`` for the block; SIGCONT whatever happens in it."""
@@ -563,21 +582,14 @@ async def test_kill_9_of_the_leader(
 async def test_kill_9_of_the_follower_the_cache_watches_on(
     etcd_cluster: EtcdCluster, reliability_tally: Tally, rng: random.Random
 ) -> None:
-    async def prepare(run: Run) -> None:
-        chief = await leader(run.oracle_client, etcd_cluster)
-        follower = next(m for m in etcd_cluster.members if m is not chief)
-        run.cache_client.prefer(follower.endpoint)
-        run.writer_client.prefer(chief.endpoint)
-
     async def fault(run: Run) -> None:
-        watch = run.synced.reflector.watch
-        assert watch is not None
-        victim = next(m for m in etcd_cluster.members if m.endpoint == watch.endpoint)
+        victim = watched_member(run, etcd_cluster)
         victim.stop(kill=True)
         run.tally.fault("kill -9 follower")
         await run.writers.wait_for(run.writers.done + 40)
         await restart(etcd_cluster, victim)
 
+    prepare = cache_on_follower(etcd_cluster)
     run = await exercise(etcd_cluster, reliability_tally, rng, fault, prepare=prepare)
     assert run.watch_reconnects >= 1
 
@@ -606,16 +618,8 @@ async def test_sigstop_and_sigcont_of_the_leader(
 async def test_sigstop_and_sigcont_of_the_follower_the_cache_watches_on(
     etcd_cluster: EtcdCluster, reliability_tally: Tally, rng: random.Random
 ) -> None:
-    async def prepare(run: Run) -> None:
-        chief = await leader(run.oracle_client, etcd_cluster)
-        follower = next(m for m in etcd_cluster.members if m is not chief)
-        run.cache_client.prefer(follower.endpoint)
-        run.writer_client.prefer(chief.endpoint)
-
     async def fault(run: Run) -> None:
-        watch = run.synced.reflector.watch
-        assert watch is not None
-        victim = next(m for m in etcd_cluster.members if m.endpoint == watch.endpoint)
+        victim = watched_member(run, etcd_cluster)
         with frozen(victim):
             run.tally.fault("SIGSTOP/SIGCONT follower")
             # The cache's stream stalls while the writes go on.
@@ -624,7 +628,9 @@ async def test_sigstop_and_sigcont_of_the_follower_the_cache_watches_on(
             await asyncio.sleep(1.0)
             assert run.synced.cache.resource_version == stalled_at
 
-    await exercise(etcd_cluster, reliability_tally, rng, fault, prepare=prepare)
+    await exercise(
+        etcd_cluster, reliability_tally, rng, fault, prepare=cache_on_follower(etcd_cluster)
+    )
 
 
 async def test_restart_of_the_whole_cluster(
