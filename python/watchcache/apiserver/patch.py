@@ -98,6 +98,7 @@ from watchcache.errors import (
     StatusCause,
     StatusError,
 )
+from watchcache.objects import load_json
 
 #: A parsed JSON value: dict, list, str, int, float, bool or None.
 JSON: TypeAlias = Any
@@ -664,7 +665,7 @@ def _value(operation: dict[str, JSON]) -> JSON:
 def _decode(body: bytes) -> JSON:
     """The body as JSON; 400 for anything Go's decoder would not accept as plain JSON."""
     try:
-        return json.loads(body, object_pairs_hook=_unique_members, parse_constant=_no_constant)
+        return load_json(body, object_pairs_hook=_unique_members, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
         raise BadRequestError(f"error decoding patch: {exc}") from None
 

@@ -15,7 +15,6 @@ client sees the same JSON the cache will serve.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ from watchcache.errors import (
     StatusDetails,
 )
 from watchcache.etcd.client import EtcdClient, prefix_range_end
+from watchcache.objects import load_json
 
 #: Kubernetes' GuaranteedUpdate retries a patch on conflict; so does this.
 MAX_ATTEMPTS = 5
@@ -60,7 +60,7 @@ class ObjectStore:
         if kv is None:
             raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
         try:
-            obj = json.loads(kv.value)
+            obj = load_json(kv.value)
         except ValueError as error:
             raise InternalError(f"stored object {kv.key!r} is not JSON: {error}") from None
         return obj, int(kv.mod_revision)
@@ -196,13 +196,14 @@ def _resource_version(metadata: dict[str, Any]) -> int:
     value = metadata.get("resourceVersion") or ""
     if not value:
         return 0
-    try:
-        rv = int(str(value))
-    except ValueError:
+    text = str(value)
+    # Go's strconv.ParseUint(text, 10, 64). Not int(): it takes " 1", "+1", other scripts'
+    # digits and "-1", and a negative rv would have skipped the precondition altogether.
+    if not (text.isascii() and text.isdigit()) or int(text) >= 2**64:
         raise BadRequestError(
             f'metadata.resourceVersion: Invalid value: "{value}": must be a number'
-        ) from None
-    return rv if rv > 0 else 0
+        )
+    return int(text)
 
 
 def _without_volatile(stored: dict[str, Any]) -> dict[str, Any]:
