@@ -25,11 +25,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from watchcache import metrics
+from watchcache import gojson, metrics
 from watchcache.apiserver import discovery, tables
 from watchcache.apiserver.admission import MAX_BODY_BYTES
 from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
@@ -286,9 +286,9 @@ class ApiServer:
         if opts.timeout_seconds is None:
             timeout = int(self.min_request_timeout * (1 + random.random()))
             opts = dataclasses.replace(opts, timeout_seconds=timeout)
+        table = _table_request(request)
         cache = self.caches[spec.name].cache
         watcher = cache.watch(opts, prefix=spec.collection_prefix(namespace))
-        table = _table_request(request)
         first_error: bytes | None = None
         try:
             await watcher.start()
@@ -397,6 +397,10 @@ def _table_request(request: Request) -> tuple[str, str] | None:
     if version is None:
         return None
     include = dict(_query(request)).get("includeObject", "Metadata")
+    # Checked here, before anything is served: a watch would otherwise meet a bad value in
+    # its first event, after its 200, and break off the stream with a server error.
+    if (include or "Metadata") not in tables.INCLUDE_OBJECT_POLICIES:
+        raise BadRequestError(f"unrecognized includeObject value: {gojson.dumps(include)}")
     return version, include
 
 
@@ -411,12 +415,17 @@ def _status_response(error: StatusError) -> Response:
 
 
 async def _guard(handler: Awaitable[Response]) -> Response:
-    """Every failure as a Status: ours as they are, etcd being unreachable as a 504,
-    anything else as a 500 (logged: it is a bug)."""
+    """Every failure as a Status: ours as they are, a client gone mid-body as a 400 nobody
+    reads, etcd being unreachable as a 504, anything else as a 500 (logged: it is a bug)."""
     try:
         return await handler
     except StatusError as error:
         return _status_response(error)
+    except ClientDisconnect:
+        # The client went away before its body was complete (or the server's body deadline
+        # closed the connection): nobody reads this answer, and it is not a server fault.
+        log.debug("client disconnected before the request body was complete")
+        return _status_response(BadRequestError("the request body is incomplete"))
     except EtcdUnavailableError as error:
         return _status_response(ServerTimeoutError.timeout(str(error)))
     except Exception as error:
