@@ -16,7 +16,7 @@ BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
 # Extra arguments to bench/run_all.py, e.g. BENCH_ARGS="--only kep2340,pagination".
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean soak
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean soak fuzz-long asan-python
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -78,6 +78,20 @@ SOAK_MINUTES ?= 10
 soak: install etcd
 	$(PY) tests/reliability/soak.py --minutes $(SOAK_MINUTES)
 	$(MAKE) fuzz-long
+
+# The long fuzzing run (tests/reliability/README.md): FUZZ_EXAMPLES per fuzz test, over
+# 100,000 inputs in all, from a random seed it prints (FUZZ_SEED=<seed> replays a run).
+FUZZ_EXAMPLES ?= 21000
+fuzz-long: install etcd
+	seed="$${FUZZ_SEED:-$$(( RANDOM * 32768 + RANDOM ))}"; \
+	echo "fuzz-long: WATCHCACHE_FUZZ_SEED=$$seed"; \
+	WATCHCACHE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) WATCHCACHE_FUZZ_SEED=$$seed \
+		$(PY) -m pytest -p no:cacheprovider tests/reliability/test_fuzz_*.py
+
+# The Python suite over an ASan + UBSan build of the extension, LeakSanitizer checking
+# every process at exit (scripts/asan-python.sh). Not in `make test`: it takes too long.
+asan-python: venv etcd
+	./scripts/asan-python.sh
 
 lint: venv
 	$(PY) -m ruff check python tests bench
