@@ -622,7 +622,9 @@ async def test_sigstop_and_sigcont_of_the_follower_the_cache_watches_on(
         victim = watched_member(run, etcd_cluster)
         with frozen(victim):
             run.tally.fault("SIGSTOP/SIGCONT follower")
-            # The cache's stream stalls while the writes go on.
+            # The cache's stream stalls while the writes go on, once it has applied what
+            # the member sent before it froze (already on the socket).
+            await asyncio.sleep(1.0)
             stalled_at = run.synced.cache.resource_version
             await run.writers.wait_for(run.writers.done + 60)
             await asyncio.sleep(1.0)
