@@ -3,6 +3,7 @@
 # and UBSan, LeakSanitizer checking every Python process at exit.
 #
 #   scripts/asan-python.sh                 tests/unit, conformance, property, integration
+#                                          (about 10 minutes on 2 cores, plus the build)
 #   scripts/asan-python.sh tests/unit -k x  any pytest arguments instead
 #
 # What it builds, apart from the project's .venv (whose editable install stays as it is):
@@ -22,9 +23,11 @@
 # inherit all of it: a `python -m watchcache` a test starts is checked the same way (etcd
 # and kubectl are Go programs; the preloaded runtime is unused there).
 #
-# Leaks are reported, with the allocation stack, when a process exits; the suppressions
-# below only cover allocations CPython itself makes and never frees at exit. Exit status:
-# pytest's, or 23 (LeakSanitizer) when anything leaked; ASan/UBSan errors abort at once.
+# Leaks are reported, with the allocation stack, when a process exits. CPython 3.11 itself
+# needs no suppression here (what it keeps at exit stays reachable); the few below are
+# other extension modules' by-design allocations. A canary leak made from Python code must
+# be reported before the suite runs. Exit status: non-zero when a test failed or anything
+# leaked; an ASan or UBSan error aborts the process at once.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -75,7 +78,10 @@ EOF
 asan_lib="$(gcc -print-file-name=libasan.so)"
 stdcxx_lib="$(gcc -print-file-name=libstdc++.so)"
 if (($# == 0)); then
-  set -- tests/unit tests/conformance tests/property tests/integration
+  # One test bounds each await on a 10,002-object list at 5 s, which decoding them all
+  # exceeds ten times slower: it is a timing bound, not a check of memory.
+  set -- tests/unit tests/conformance tests/property tests/integration --deselect \
+    tests/integration/test_etcd_store.py::test_doubling_stops_at_10000_and_a_larger_limit_is_never_changed
 fi
 # Full (DWARF) unwinding at every malloc: libstdc++ and most wheels have no frame pointers,
 # and a stack cut at their first frame could be matched by no suppression and blamed on no
