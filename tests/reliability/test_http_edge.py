@@ -36,18 +36,14 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from apiserver_fixture import RunningApiServer, running_apiserver
 
 from watchcache.apiserver.admission import MAX_BODY_BYTES
-from watchcache.apiserver.app import ApiServer
 from watchcache.apiserver.serve import (
-    ensure_namespaces,
     guarded_protocol,
-    uvicorn_config,
 )
 from watchcache.etcd.client import EtcdClient
-from watchcache.etcd.process import EtcdCluster, free_ports
+from watchcache.etcd.process import EtcdCluster
 
 HEAD_TIMEOUT = 2.0
 BODY_TIMEOUT = 3.0
@@ -72,44 +68,14 @@ async def api(edge_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
         yield run
 
 
-@dataclass
-class Guarded:
-    url: str
-    port: int
-    client: EtcdClient
-
-
 @pytest.fixture
-async def guarded(edge_etcd: EtcdCluster) -> AsyncIterator[Guarded]:
+async def guarded(edge_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
     """The apiserver under ``serve.uvicorn_config``, with short deadlines."""
     protocol = guarded_protocol(head_timeout=HEAD_TIMEOUT, body_timeout=BODY_TIMEOUT)
-    async with EtcdClient(edge_etcd.endpoints) as client:
-        server = ApiServer(client, min_request_timeout=5)
-        await ensure_namespaces(client, list(server.resources.values()))
-        port = free_ports(1)[0]
-        config = uvicorn_config(
-            server.app(),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-            protocol=protocol,
-        )
-        uv = uvicorn.Server(config)
-        task = asyncio.create_task(uv.serve())
-        try:
-            for _ in range(3000):
-                if uv.started or task.done():
-                    break
-                await asyncio.sleep(0.01)
-            if task.done():
-                task.result()
-            assert uv.started, "uvicorn did not start"
-            yield Guarded(f"http://127.0.0.1:{port}", port, client)
-        finally:
-            uv.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(task, PATIENCE)
+    async with running_apiserver(
+        edge_etcd.endpoints, protocol=protocol, min_request_timeout=5
+    ) as run:
+        yield run
 
 
 def port_of(url: str) -> int:
@@ -488,12 +454,12 @@ async def send_until_closed(writer: asyncio.StreamWriter, reader: asyncio.Stream
 
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
 async def test_a_body_past_the_limit_gets_413_and_the_connection_ends(
-    guarded: Guarded, caplog: pytest.LogCaptureFixture, framing: str
+    guarded: RunningApiServer, caplog: pytest.LogCaptureFixture, framing: str
 ) -> None:
     """The 413 comes as soon as the limit is known to be passed (at once for a declared
     length, after 3 MiB for a chunked body), and a client that keeps sending is cut off
     instead of being read for ever."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", guarded.port)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port_of(guarded.url))
     framing_header = (
         b"Content-Length: %d" % (1 << 40)
         if framing == "content-length"
@@ -520,14 +486,14 @@ async def test_a_body_past_the_limit_gets_413_and_the_connection_ends(
 
 
 async def test_an_endless_header_gets_431_and_memory_stays_bounded(
-    guarded: Guarded, caplog: pytest.LogCaptureFixture
+    guarded: RunningApiServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Eight clients each send a 32 MiB header. Undefended, uvicorn buffered all of it
     (256 MiB, and more in copies); with the cap each costs about 1 MiB."""
     clients, size = 8, 32 << 20
 
     async def endless_header() -> bytes:
-        reader, writer = await asyncio.open_connection("127.0.0.1", guarded.port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port_of(guarded.url))
         try:
             writer.write(b"GET " + NS.encode() + b" HTTP/1.1\r\nHost: edge\r\nX-Filler: ")
             with contextlib.suppress(ConnectionError):
@@ -598,7 +564,7 @@ async def hostile(port: int, kind: str, at_once: bytes, dribbled: bytes) -> Host
 
 
 async def test_slowloris_clients_are_cut_off_while_others_are_served(
-    guarded: Guarded, caplog: pytest.LogCaptureFixture
+    guarded: RunningApiServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """40 clients dribble a head (header lines that never end it), 10 a body, 10 connect
     and say nothing. Meanwhile a client lists, watches and writes; every hostile connection
@@ -608,9 +574,9 @@ async def test_slowloris_clients_are_cut_off_while_others_are_served(
         b"\r\n\r\n"
     )
     attack = asyncio.gather(
-        *(hostile(guarded.port, "head", b"", endless_head) for _ in range(40)),
-        *(hostile(guarded.port, "idle", b"", b"") for _ in range(10)),
-        *(hostile(guarded.port, "body", head + b"\r\n\r\n", body) for _ in range(10)),
+        *(hostile(port_of(guarded.url), "head", b"", endless_head) for _ in range(40)),
+        *(hostile(port_of(guarded.url), "idle", b"", b"") for _ in range(10)),
+        *(hostile(port_of(guarded.url), "body", head + b"\r\n\r\n", body) for _ in range(10)),
     )
     async with httpx.AsyncClient(base_url=guarded.url, timeout=PATIENCE) as http:
         await asyncio.sleep(0.5)  # the hostile connections are open

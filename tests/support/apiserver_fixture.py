@@ -14,7 +14,7 @@ import uvicorn
 
 from watchcache.apiserver.app import ApiServer
 from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
-from watchcache.apiserver.serve import ensure_namespaces
+from watchcache.apiserver.serve import GuardedHttpProtocol, ensure_namespaces, uvicorn_config
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import free_ports
 
@@ -30,24 +30,28 @@ class RunningApiServer:
 async def running_apiserver(
     endpoints: Sequence[str],
     resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
+    *,
+    protocol: type[GuardedHttpProtocol] = GuardedHttpProtocol,
     **options: Any,
 ) -> AsyncIterator[RunningApiServer]:
+    """The apiserver as ``watchcache serve`` runs it (``serve.uvicorn_config``: the guarded
+    HTTP protocol, or ``protocol`` with other deadlines)."""
     async with EtcdClient(endpoints) as client:
         await ensure_namespaces(client, resources)
         server = ApiServer(client, resources, **options)
         port = free_ports(1)[0]
-        config = uvicorn.Config(
+        config = uvicorn_config(
             server.app(),
             host="127.0.0.1",
             port=port,
             log_level="warning",
-            lifespan="on",
             timeout_graceful_shutdown=1,
+            protocol=protocol,
         )
         uv = uvicorn.Server(config)
         task = asyncio.create_task(uv.serve())
         try:
-            for _ in range(1000):
+            for _ in range(3000):
                 if uv.started or task.done():
                     break
                 await asyncio.sleep(0.01)
