@@ -253,11 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.tables.append(table(rows))
     report.data = {"seed": seed_from_env(), "rows": [asdict(r) for r in rows]}
-    report.publish(
-        results=args.results,
-        readme=None if args.no_readme else args.readme,
-        plot=plot_rows(rows, title),
-    )
+    report.publish_as_asked(args, plot=plot_rows(rows, title))
     return 0
 
 

@@ -215,11 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     report.how = "A real etcd 3.5 started by the script. Baselines are measured in the same run."
     report.tables.append(table(rows))
     report.data = {"rows": [asdict(r) for r in rows]}
-    report.publish(
-        results=args.results,
-        readme=None if args.no_readme else args.readme,
-        plot=plot_rows(rows, title),
-    )
+    report.publish_as_asked(args, plot=plot_rows(rows, title))
     return 0
 
 

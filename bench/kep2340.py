@@ -350,11 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         "kep2340_published_ms": {"enabled": KEP_ENABLED, "disabled": KEP_DISABLED},
         "paths": [asdict(r) | {"latency": distribution(r.latency_ms)} for r in results],
     }
-    report.publish(
-        results=args.results,
-        readme=None if args.no_readme else args.readme,
-        plot=plot(variants, results),
-    )
+    report.publish_as_asked(args, plot=plot(variants, results))
     return 0
 
 

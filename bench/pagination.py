@@ -420,9 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         "walk_ratio": walk_ratio,
         "paths": [asdict(r) for r in runs],
     }
-    report.publish(
-        results=args.results, readme=None if args.no_readme else args.readme, plot=plot(runs)
-    )
+    report.publish_as_asked(args, plot=plot(runs))
     return 0 if all(w.consistent for r in runs for w in r.walks) else 1
 
 

@@ -11,6 +11,7 @@ so a rerun replaces it and never duplicates it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
 import json
@@ -249,6 +250,14 @@ class Report:
     headline: list[Headline] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     machine: dict[str, Any] = field(default_factory=machine)
+
+    def publish_as_asked(
+        self, args: argparse.Namespace, plot: Callable[[Path], None] | None = None
+    ) -> None:
+        """:meth:`publish` where the scenario's command line (harness.parser) says."""
+        self.publish(
+            results=args.results, readme=None if args.no_readme else args.readme, plot=plot
+        )
 
     def publish(
         self,

@@ -184,9 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         "rss_cost_of_snapshots": extra,
         "runs": runs,
     }
-    report.publish(
-        results=args.results, readme=None if args.no_readme else args.readme, plot=plot(runs)
-    )
+    report.publish_as_asked(args, plot=plot(runs))
     return 0
 
 

@@ -435,9 +435,7 @@ def main(argv: list[str] | None = None) -> int:
         "etcd_version": versions.get("etcd"),
         "variants": [r.summary() for r in results],
     }
-    report.publish(
-        results=args.results, readme=None if args.no_readme else args.readme, plot=plot(results)
-    )
+    report.publish_as_asked(args, plot=plot(results))
     return 0 if all(r.lost == 0 and not r.duplicates_or_reordered for r in results) else 1
 
 
