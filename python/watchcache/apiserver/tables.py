@@ -170,27 +170,28 @@ def human_duration(elapsed: timedelta) -> str:
         return f"{seconds}s"
     minutes = seconds // 60
     if minutes < 10:
-        rest = seconds % 60
-        return f"{minutes}m" if rest == 0 else f"{minutes}m{rest}s"
+        return _two_units(minutes, "m", seconds % 60, "s")
     if minutes < 180:
         return f"{minutes}m"
     hours = seconds // 3600
     if hours < 8:
-        rest = minutes % 60
-        return f"{hours}h" if rest == 0 else f"{hours}h{rest}m"
+        return _two_units(hours, "h", minutes % 60, "m")
     if hours < 48:
         return f"{hours}h"
     days = hours // 24
     if hours < 24 * 8:
-        rest = hours % 24
-        return f"{days}d" if rest == 0 else f"{days}d{rest}h"
+        return _two_units(days, "d", hours % 24, "h")
     if hours < 24 * 365 * 2:
         return f"{days}d"
     years = days // 365
     if hours < 24 * 365 * 8:
-        rest = days % 365
-        return f"{years}y" if rest == 0 else f"{years}y{rest}d"
+        return _two_units(years, "y", days % 365, "d")
     return f"{years}y"
+
+
+def _two_units(big: int, big_unit: str, rest: int, rest_unit: str) -> str:
+    """``2m5s``; a zero rest is left out (``2m``)."""
+    return f"{big}{big_unit}" if rest == 0 else f"{big}{big_unit}{rest}{rest_unit}"
 
 
 def parse_time(value: object) -> datetime | None:
