@@ -788,6 +788,56 @@ TEST(PrefixEndTest, IncrementsTheLastByteBelow0xFF) {
   EXPECT_EQ(prefix_end(std::string_view("a\0\xff", 3)), std::optional<std::string>(std::string("a\x01", 2)));
 }
 
+// The inline key integers must order like the bytes they hold, at both widths, and survive
+// the store/load round trip that shrinking a node's prefix makes.
+template <unsigned W>
+void expect_key_bits_order_like_bytes(std::mt19937_64& rng) {
+  const std::string alphabet = std::string("\0\x01\x7f\x80\xfe\xff", 6) + "ab";
+  auto random_key = [&] {
+    std::string k(uniform<std::size_t>(rng, 0, 14), '\0');
+    for (char& c : k) c = alphabet[uniform<std::size_t>(rng, 0, alphabet.size() - 1)];
+    return k;
+  };
+  for (int i = 0; i < 5000; ++i) {
+    const std::string a = random_key(), b = random_key();
+    const std::size_t offset = uniform<std::size_t>(rng, 0, 3);
+    const auto ba = detail::key_bits<W>(a, offset), bb = detail::key_bits<W>(b, offset);
+    std::string pa = a.size() > offset ? a.substr(offset, W) : "", pb = b.size() > offset ? b.substr(offset, W) : "";
+    pa.resize(W, '\0');
+    pb.resize(W, '\0');
+    ASSERT_EQ(ba < bb, pa < pb) << printable(a) << " vs " << printable(b) << " at " << offset;
+    ASSERT_EQ(ba == bb, pa == pb) << printable(a) << " vs " << printable(b) << " at " << offset;
+    unsigned char buf[W + 4] = {};
+    detail::store_bits<W>(ba, buf);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(buf), W), pa);
+    ASSERT_EQ(detail::load_bits<W>(buf), ba);
+  }
+}
+
+TEST(KeyBitsTest, IntegersOrderLikeTheirBytesInLeavesAndInternalNodes) {
+  std::mt19937_64 rng(7);
+  expect_key_bits_order_like_bytes<detail::Leaf<32>::kKeyBytes>(rng);
+  expect_key_bits_order_like_bytes<detail::Inner<32>::kKeyBytes>(rng);
+}
+
+TEST(ItemAgeTest, CopyingALeafAgesItsSlotsAndSaturatesToUnknown) {
+  constexpr std::uint32_t unknown = detail::kAgeUnknown;
+  const std::uint32_t src[] = {0, 5, unknown - 3, unknown - 2, unknown};
+  std::uint32_t dst[5];
+  detail::age_slots(dst, src, 5, 2);
+  EXPECT_EQ(std::vector<std::uint32_t>(dst, dst + 5), (std::vector<std::uint32_t>{2, 7, unknown - 1, unknown, unknown}));
+  detail::age_slots(dst, src, 5, std::uint64_t{1} << 33);  // older than 32 bits can say
+  EXPECT_EQ(std::vector<std::uint32_t>(dst, dst + 5), std::vector<std::uint32_t>(5, unknown));
+
+  detail::Leaf<4> leaf(100);
+  leaf.age[0] = 0;
+  leaf.age[1] = 40;
+  leaf.age[2] = unknown;
+  EXPECT_EQ(leaf.item_birth(0), 100u);
+  EXPECT_EQ(leaf.item_birth(1), 60u);
+  EXPECT_EQ(leaf.item_birth(2), 0u) << "an unknown age reads as the oldest birth: kept longer, never freed early";
+}
+
 TEST(ScanPrefixTest, PrefixesEndingIn0xFFCoverTheirWholeRange) {
   BasicTree<4> tree;
   for (const std::string_view k : {std::string_view("a\xfe"), std::string_view("a\xff"), std::string_view("a\xff\x00", 3),

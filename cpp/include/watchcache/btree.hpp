@@ -20,9 +20,9 @@
 //
 // Keys. A comparison that dereferences an item's key is a cache miss. Each node therefore
 // keeps the common prefix of its keys (first `skip` bytes, up to kMaxSkip, stored inline)
-// and, per slot, the next 16 key bytes as a big-endian integer. A search compares the probe
-// with the node prefix once, then binary-searches the integers; only a tie on all 16 bytes
-// dereferences a key. Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"),
+// and, per slot, the next key bytes as a big-endian integer (8 in a leaf, 10 in an internal
+// node: see Leaf and Inner). A search compares the probe with the node prefix once, then
+// binary-searches the integers; only a tie on all of those bytes dereferences a key. Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"),
 // which is exactly what the per-node skip absorbs. The prefix only ever shrinks in place
 // (inserting a key outside it); shrinking re-derives the integers from the inline prefix,
 // without touching any key.
@@ -38,13 +38,13 @@
 // F=16 and F=32 tie on a write right after a snapshot (2.61-2.77 us either way); F=32
 // updates faster under an old snapshot (1.15-1.16 vs 1.34-1.38 us: the target is
 // 1.2 us) and scans 5-15% faster (twice the items per leaf), which is the LIST path. Its
-// cost: 4.9 KB pinned per stored snapshot (1M keys, 32-bit subtree counts) against 3.6 KB at
-// F=16 (a path copy of bigger nodes). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
+// cost is the path a write copies: 704 B per leaf and 1,024 B per internal node at F=32,
+// 3.95 KB pinned per stored snapshot at 1M keys (write_probe). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
 // is added, so updating values in a bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
-// snapshot allocates and copies log_F(n) nodes (~1.1-1.2 KB each at F=32), taken from the
+// snapshot allocates and copies log_F(n) nodes (0.7-1 KB each at F=32), taken from the
 // nodes the reclaim domain parked when older snapshots went (reclaim.hpp).
 //
 // Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
@@ -84,34 +84,58 @@ namespace detail {
 inline constexpr unsigned kMaxSkip = 48;
 inline constexpr unsigned kMaxDepth = 32;
 
-// The inline key bytes a slot keeps: 16 bytes past the node's common prefix, compared as one
-// big-endian integer. 8 bytes were measured too few for Kubernetes keys: past an internal
-// node's prefix ("/registry/pods/ns-000") they name only the namespace, so a probe tied with
-// every separator of its namespace and each tie read an item from memory; 16 bytes halve
-// the DRAM misses of a get at 1M keys (fanout_bench, callgrind's cache model).
-__extension__ using KeyBits = unsigned __int128;
-inline constexpr std::size_t kKeyBytes = sizeof(KeyBits);
+// The inline key bytes a slot keeps past the node's common prefix, compared as one
+// big-endian integer: 8 in a leaf, 10 in an internal node. A leaf's prefix is long (its keys
+// are neighbours: "/registry/pods/ns-00042/pod-000"), so 8 more bytes end the key. An internal
+// node's keys spread wider: past a prefix like "/registry/pods/ns-000", 8 bytes name only the
+// namespace, so a probe ties with the separators of its namespace and each tie reads an item
+// from memory. Measured with write_probe under callgrind at 1M keys (LL misses per get /
+// per write after a snapshot / bytes pinned per snapshot): 8 bytes 9.7 / 20.0 / 3,759;
+// 10 bytes 7.5 / 18.1 / 3,951; 12 bytes 7.4 / 18.2 / 4,143; 16 everywhere (the old layout)
+// 8.1 / 23.3 / 4,911.
+__extension__ using Bits96 = unsigned __int128;
 
-inline KeyBits load_big_endian(const unsigned char* buf) noexcept {
-  std::uint64_t hi, lo;
-  std::memcpy(&hi, buf, 8);
-  std::memcpy(&lo, buf + 8, 8);
-  return (static_cast<KeyBits>(__builtin_bswap64(hi)) << 64) | __builtin_bswap64(lo);
+template <unsigned W>
+using KeyBitsOf = std::conditional_t<W == 8, std::uint64_t, Bits96>;
+
+inline std::uint64_t load_be64(const unsigned char* buf) noexcept {
+  std::uint64_t v;
+  std::memcpy(&v, buf, 8);
+  return __builtin_bswap64(v);
+}
+inline std::uint32_t load_be32(const unsigned char* buf) noexcept {
+  std::uint32_t v;
+  std::memcpy(&v, buf, 4);
+  return __builtin_bswap32(v);
 }
 
-inline void store_big_endian(KeyBits v, unsigned char* buf) noexcept {
-  const std::uint64_t hi = __builtin_bswap64(static_cast<std::uint64_t>(v >> 64));
-  const std::uint64_t lo = __builtin_bswap64(static_cast<std::uint64_t>(v));
+// W bytes at buf (which has 4 readable bytes past W when W > 8), big-endian.
+template <unsigned W>
+inline KeyBitsOf<W> load_bits(const unsigned char* buf) noexcept {
+  static_assert(W == 8 || (W > 8 && W <= 12));
+  if constexpr (W == 8)
+    return load_be64(buf);
+  else
+    return (static_cast<Bits96>(load_be64(buf)) << (8 * (W - 8))) | (load_be32(buf + 8) >> (8 * (12 - W)));
+}
+
+template <unsigned W>
+inline void store_bits(KeyBitsOf<W> v, unsigned char* buf) noexcept {
+  const std::uint64_t hi = __builtin_bswap64(static_cast<std::uint64_t>(v >> (8 * (W - 8))));
   std::memcpy(buf, &hi, 8);
-  std::memcpy(buf + 8, &lo, 8);
+  if constexpr (W > 8) {
+    const std::uint32_t lo = __builtin_bswap32(static_cast<std::uint32_t>(v) << (8 * (12 - W)));
+    std::memcpy(buf + 8, &lo, W - 8);
+  }
 }
 
-// kKeyBytes key bytes from `offset`, zero padded, as an integer: integer order equals byte
-// order, with ties when the bytes (or padding) agree.
-inline KeyBits key_prefix(std::string_view key, std::size_t offset) noexcept {
-  unsigned char buf[kKeyBytes] = {};
-  if (key.size() > offset) std::memcpy(buf, key.data() + offset, std::min(kKeyBytes, key.size() - offset));
-  return load_big_endian(buf);
+// W key bytes from `offset`, zero padded, as an integer: integer order equals byte order,
+// with ties when the bytes (or padding) agree.
+template <unsigned W>
+inline KeyBitsOf<W> key_bits(std::string_view key, std::size_t offset) noexcept {
+  unsigned char buf[16] = {};
+  if (key.size() > offset) std::memcpy(buf, key.data() + offset, std::min<std::size_t>(W, key.size() - offset));
+  return load_bits<W>(buf);
 }
 
 inline std::size_t common_prefix(const char* a, std::size_t alen, const char* b, std::size_t blen) {
@@ -128,17 +152,47 @@ struct Node {
   bool leaf;
   std::uint8_t skip = 0;
   char lcp[kMaxSkip];
-  KeyBits pfx[F];
   const Item* keys[F];  // leaf: the items; internal: the item holding the child's minimum key
 
   Node(std::uint64_t b, bool is_leaf) noexcept : birth(b), leaf(is_leaf) {}
   std::string_view key(unsigned i) const noexcept { return keys[i]->key(); }
 };
 
+// A leaf slot's item birth, as its distance below the leaf's own birth: 4 bytes instead of
+// 8 per slot. A distance too large to store reads as birth 0, which is safe: an item taken
+// to be older than it is stays pinned for the snapshots in between, never the reverse.
+inline constexpr std::uint32_t kAgeUnknown = std::numeric_limits<std::uint32_t>::max();
+
+// Ages `n` slots by `older` versions (a leaf copied `older` versions after its birth): a
+// saturating add, so an unknown age stays unknown and an overflow becomes unknown.
+inline void age_slots(std::uint32_t* dst, const std::uint32_t* src, unsigned n, std::uint64_t older) noexcept {
+  const std::uint32_t step = older >= kAgeUnknown ? kAgeUnknown : static_cast<std::uint32_t>(older);
+  for (unsigned i = 0; i < n; ++i) {
+    const std::uint32_t sum = src[i] + step;
+    dst[i] = sum < step ? kAgeUnknown : sum;
+  }
+}
+
 template <unsigned F>
 struct Leaf : Node<F> {
-  std::uint64_t item_birth[F];
+  static constexpr unsigned kKeyBytes = 8;
+  using Bits = KeyBitsOf<kKeyBytes>;
+  Bits pfx[F];
+  std::uint32_t age[F];  // leaf birth - item birth, or kAgeUnknown
   explicit Leaf(std::uint64_t b) noexcept : Node<F>(b, true) {}
+
+  Bits bits(unsigned i) const noexcept { return pfx[i]; }
+  void set_bits(unsigned i, Bits b) noexcept { pfx[i] = b; }
+  std::uint64_t item_birth(unsigned i) const noexcept {
+    return age[i] == kAgeUnknown ? 0 : this->birth - age[i];
+  }
+  // Calls fn(dst_array, src_array) for every per-slot array, so that moving slots is written once.
+  template <class Fn>
+  static void zip_slots(Leaf& dst, const Leaf& src, Fn&& fn) {
+    fn(dst.keys, src.keys);
+    fn(dst.pfx, src.pfx);
+    fn(dst.age, src.age);
+  }
 };
 
 // Subtree counts are 32-bit: half the bytes a path copy moves for them, and no tree gets
@@ -148,15 +202,36 @@ inline constexpr std::size_t kMaxItems = std::numeric_limits<Count>::max();
 
 template <unsigned F>
 struct Inner : Node<F> {
+  static constexpr unsigned kKeyBytes = 10;
+  using Bits = KeyBitsOf<kKeyBytes>;
+  std::uint64_t pfx_hi[F];  // the first 8 of the key bytes
+  std::uint16_t pfx_lo[F];  // the last 2
   Node<F>* child[F];
   Count count[F];
   explicit Inner(std::uint64_t b) noexcept : Node<F>(b, false) {}
+
+  Bits bits(unsigned i) const noexcept { return (static_cast<Bits>(pfx_hi[i]) << 16) | pfx_lo[i]; }
+  void set_bits(unsigned i, Bits b) noexcept {
+    pfx_hi[i] = static_cast<std::uint64_t>(b >> 16);
+    pfx_lo[i] = static_cast<std::uint16_t>(b);
+  }
   std::uint64_t total() const noexcept {
     std::uint64_t t = 0;
     for (unsigned i = 0; i < this->n; ++i) t += count[i];
     return t;
   }
+  template <class Fn>
+  static void zip_slots(Inner& dst, const Inner& src, Fn&& fn) {
+    fn(dst.keys, src.keys);
+    fn(dst.pfx_hi, src.pfx_hi);
+    fn(dst.pfx_lo, src.pfx_lo);
+    fn(dst.child, src.child);
+    fn(dst.count, src.count);
+  }
 };
+
+// The file comment quotes these sizes for the build's fan-out: keep them true.
+static_assert(sizeof(Leaf<32>) == 704 && sizeof(Inner<32>) == 1024);
 
 template <unsigned F>
 inline Leaf<F>* as_leaf(Node<F>* n) noexcept { return static_cast<Leaf<F>*>(n); }
@@ -224,20 +299,20 @@ inline void prefetch_node(const Node<F>* nd) noexcept {
   for (; p < end; p += 64) __builtin_prefetch(p);
 }
 
-// First slot whose key is >= k (kStrict=false) or > k (kStrict=true).
-template <bool kStrict, unsigned F>
-inline unsigned search(const Node<F>* nd, std::string_view k) noexcept {
+// First slot whose key is >= k (kStrict=false) or > k (kStrict=true); N is Leaf or Inner.
+template <bool kStrict, class N>
+inline unsigned search(const N* nd, std::string_view k) noexcept {
   const unsigned n = nd->n;
   if (n == 0) return 0;
   const int c = compare_to_node_prefix(nd, k);
   if (c < 0) return 0;
   if (c > 0) return n;
-  const KeyBits kp = key_prefix(k, nd->skip);
+  const typename N::Bits kp = key_bits<N::kKeyBytes>(k, nd->skip);
   const std::string_view ktail = k.substr(nd->skip);
   unsigned lo = 0, hi = n;
   while (lo < hi) {
     const unsigned mid = (lo + hi) / 2;
-    const KeyBits p = nd->pfx[mid];
+    const typename N::Bits p = nd->bits(mid);
     bool go_right;
     if (p != kp) {
       go_right = p < kp;
@@ -254,14 +329,14 @@ inline unsigned search(const Node<F>* nd, std::string_view k) noexcept {
 }
 
 template <unsigned F>
-inline unsigned lower_bound(const Node<F>* nd, std::string_view k) noexcept { return search<false>(nd, k); }
+inline unsigned lower_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<false>(nd, k); }
 template <unsigned F>
-inline unsigned upper_bound(const Node<F>* nd, std::string_view k) noexcept { return search<true>(nd, k); }
+inline unsigned upper_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<true>(nd, k); }
 
 // The child of an internal node whose key range holds k: the last slot with min key <= k.
 template <unsigned F>
-inline unsigned child_index(const Node<F>* nd, std::string_view k) noexcept {
-  const unsigned ub = upper_bound(nd, k);
+inline unsigned child_index(const Inner<F>* nd, std::string_view k) noexcept {
+  const unsigned ub = search<true>(nd, k);
   return ub == 0 ? 0 : ub - 1;
 }
 
@@ -276,10 +351,10 @@ struct View {
     const Node<F>* nd = root;
     if (!nd) return nullptr;
     while (!nd->leaf) {
-      nd = as_inner(nd)->child[child_index(nd, k)];
+      nd = as_inner(nd)->child[child_index(as_inner(nd), k)];
       prefetch_node(nd);
     }
-    const unsigned pos = lower_bound(nd, k);
+    const unsigned pos = lower_bound(as_leaf(nd), k);
     if (pos < nd->n && nd->key(pos) == k) return nd->keys[pos];
     return nullptr;
   }
@@ -292,11 +367,11 @@ struct View {
     std::size_t r = 0;
     while (!nd->leaf) {
       const auto* in = as_inner(nd);
-      const unsigned i = child_index(nd, k);
+      const unsigned i = child_index(in, k);
       for (unsigned j = 0; j < i; ++j) r += in->count[j];
       nd = in->child[i];
     }
-    return r + search<kStrict>(nd, k);
+    return r + search<kStrict>(as_leaf(nd), k);
   }
 
   // Keys in [lo, hi); nullopt bounds are open.
@@ -332,7 +407,9 @@ struct View {
       const std::string_view k = nd->key(i);
       if (k.size() < nd->skip || std::memcmp(k.data(), nd->lcp, nd->skip) != 0)
         fail("key does not share the node prefix");
-      if (nd->pfx[i] != key_prefix(k, nd->skip)) fail("stale inline key bytes");
+      const bool fresh = nd->leaf ? as_leaf(nd)->bits(i) == key_bits<Leaf<F>::kKeyBytes>(k, nd->skip)
+                                  : as_inner(nd)->bits(i) == key_bits<Inner<F>::kKeyBytes>(k, nd->skip);
+      if (!fresh) fail("stale inline key bytes");
       if (i > 0 && !(nd->key(i - 1) < k)) fail("keys out of order within a node");
     }
     if (nd->leaf) {
@@ -341,7 +418,7 @@ struct View {
       const auto* lf = as_leaf(nd);
       for (unsigned i = 0; i < nd->n; ++i) {
         if (prev && !(prev->key() < nd->key(i))) fail("keys out of order across leaves");
-        if (lf->item_birth[i] > nd->birth) fail("item born after its leaf");
+        if (lf->age[i] != kAgeUnknown && lf->age[i] > nd->birth) fail("item born before version 0");
         prev = nd->keys[i];
       }
       return nd->n;
@@ -393,14 +470,14 @@ class Walker {
     if (!nd || nd->n == 0) return false;
     unsigned level = 0;
     while (!nd->leaf) {
-      const unsigned i = child_index(nd, k);
+      const unsigned i = child_index(as_inner(nd), k);
       node_[level] = nd;
       idx_[level] = static_cast<std::uint16_t>(i);
       nd = as_inner(nd)->child[i];
       detail::prefetch_node(nd);
       ++level;
     }
-    const unsigned pos = strict ? upper_bound(nd, k) : lower_bound(nd, k);
+    const unsigned pos = strict ? upper_bound(as_leaf(nd), k) : lower_bound(as_leaf(nd), k);
     node_[level] = nd;
     if (pos < nd->n) {
       idx_[level] = static_cast<std::uint16_t>(pos);
@@ -603,7 +680,7 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
 
   const detail::Node<F>* judged_leaf = nullptr;
   int leaf_verdict = 1;  // 1: every key below end; -1: none; 0: compare per slot
-  detail::KeyBits end_bits = 0;
+  typename detail::Leaf<F>::Bits end_bits = 0;
   auto in_range = [&](const detail::Walker<F>& w) {
     if (!end) return true;
     const detail::Node<F>* lf = w.leaf();
@@ -611,10 +688,10 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
       judged_leaf = lf;
       const int c = detail::compare_to_node_prefix(lf, *end);
       leaf_verdict = c > 0 ? 1 : (c < 0 ? -1 : 0);
-      if (leaf_verdict == 0) end_bits = detail::key_prefix(*end, lf->skip);
+      if (leaf_verdict == 0) end_bits = detail::key_bits<detail::Leaf<F>::kKeyBytes>(*end, lf->skip);
     }
     if (leaf_verdict != 0) return leaf_verdict > 0;
-    const detail::KeyBits bits = lf->pfx[w.slot()];
+    const auto bits = detail::as_leaf(lf)->bits(w.slot());
     if (bits != end_bits) return bits < end_bits;
     return lf->key(w.slot()) < std::string_view(*end);
   };
@@ -798,7 +875,7 @@ class BasicTree {
       for (std::size_t j = 0; j < take; ++j, ++pos) {
         const Item* it = items[pos].release_ownership();
         lf->keys[j] = it;
-        lf->item_birth[j] = version_;
+        lf->age[j] = 0;
         bytes_ += it->nbytes();
       }
       lf->n = static_cast<std::uint16_t>(take);
@@ -845,7 +922,8 @@ class BasicTree {
  private:
   // Nodes come from the stock of parked ones when there is one (reclaim.hpp: why).
   template <class Kind>
-  Kind* allocate(detail::NodeStock& stock) {
+  Kind* allocate() {
+    detail::NodeStock& stock = stock_[std::is_same_v<Kind, Leaf> ? 0 : 1];
     Kind* n;
     if (stock.nodes.empty()) {
       n = new Kind(version_);
@@ -857,8 +935,8 @@ class BasicTree {
     bytes_ += sizeof(Kind);
     return n;
   }
-  Leaf* new_leaf() { return allocate<Leaf>(stock_[0]); }
-  Inner* new_inner() { return allocate<Inner>(stock_[1]); }
+  Leaf* new_leaf() { return allocate<Leaf>(); }
+  Inner* new_inner() { return allocate<Inner>(); }
 
   // Retirements of one write are queued and handed over together (one lock per write).
   // Nothing in the queue is touched again by the writer, so freeing it later is safe.
@@ -882,38 +960,42 @@ class BasicTree {
   }
   void flush_retired() { domain_->retire(retiring_, stock_); }
 
+  // Calls fn(node as its kind): for code written once for both kinds.
+  template <class Fn>
+  static decltype(auto) as_kind(Node* nd, Fn&& fn) {
+    return nd->leaf ? fn(detail::as_leaf(nd)) : fn(detail::as_inner(nd));
+  }
+
   // The one copy-on-write primitive: the node itself if this version owns it, else a copy
   // (born now) while the original is retired for the snapshots that still reach it.
   Node* make_writable(Node* n) {
     if (n->birth == version_) return n;
-    // Copy only the header and the used slots: the copy lands in cold memory, and every
-    // line written costs a read-for-ownership, so the unused tail (a third of a node on
-    // average) is not worth copying. Slots at or past n are never read.
-    const unsigned used = n->n;
-    Node* copy;
-    if (n->leaf) {
-      const auto* src = detail::as_leaf(n);
-      auto* c = new_leaf();
-      std::memcpy(c->item_birth, src->item_birth, used * sizeof(src->item_birth[0]));
-      copy = c;
-    } else {
-      const auto* src = detail::as_inner(n);
-      auto* c = new_inner();
-      std::memcpy(c->child, src->child, used * sizeof(src->child[0]));
-      std::memcpy(c->count, src->count, used * sizeof(src->count[0]));
-      copy = c;
-    }
+    Node* copy = as_kind(n, [this](auto* src) -> Node* {
+      using Kind = std::remove_cvref_t<decltype(*src)>;
+      Kind* c = allocate<Kind>();
+      // Copy only the header and the used slots: the copy lands in cold memory, and every
+      // line written costs a read-for-ownership, so the unused tail (a third of a node on
+      // average) is not worth copying. Slots at or past n are never read.
+      copy_slots(c, 0, src, 0, src->n);
+      if constexpr (std::is_same_v<Kind, Leaf>) detail::age_slots(c->age, src->age, src->n, version_ - src->birth);
+      return c;
+    });
     copy->n = n->n;
     copy->skip = n->skip;
     std::memcpy(copy->lcp, n->lcp, n->skip);
-    std::memcpy(copy->pfx, n->pfx, used * sizeof(n->pfx[0]));
-    std::memcpy(copy->keys, n->keys, used * sizeof(n->keys[0]));
     retire_node(n);
     return copy;
   }
 
+  // Copies `count` slots of src from `from` to dst at `to` (same kind; may be one node).
+  template <class Kind>
+  static void copy_slots(Kind* dst, unsigned to, const Kind* src, unsigned from, unsigned count) noexcept {
+    Kind::zip_slots(*dst, *src, [&](auto* d, const auto* s) { std::memmove(d + to, s + from, count * sizeof(*d)); });
+  }
+
   // Ensures every key of the node and `k` share the inline prefix, shrinking it if needed.
-  static void adopt_key(Node* nd, std::string_view k) noexcept {
+  template <class Kind>
+  static void adopt_key(Kind* nd, std::string_view k) noexcept {
     if (nd->n == 0) {
       nd->skip = static_cast<std::uint8_t>(std::min<std::size_t>(k.size(), detail::kMaxSkip));
       std::memcpy(nd->lcp, k.data(), nd->skip);
@@ -924,81 +1006,68 @@ class BasicTree {
 
   // Re-derives the per-slot integers for a shorter prefix from the inline prefix bytes and
   // the old integers; no key is dereferenced.
-  static void shrink_skip(Node* nd, std::size_t new_skip) noexcept {
+  template <class Kind>
+  static void shrink_skip(Kind* nd, std::size_t new_skip) noexcept {
     if (new_skip >= nd->skip) return;
+    constexpr unsigned W = Kind::kKeyBytes;
     const std::size_t gap = nd->skip - new_skip;
+    const std::size_t from_lcp = std::min<std::size_t>(gap, W);
     for (unsigned i = 0; i < nd->n; ++i) {
-      unsigned char buf[2 * detail::kKeyBytes];
-      const std::size_t from_lcp = std::min(gap, detail::kKeyBytes);
+      unsigned char buf[2 * W + 4] = {};
       std::memcpy(buf, nd->lcp + new_skip, from_lcp);
-      detail::store_big_endian(nd->pfx[i], buf + from_lcp);
-      nd->pfx[i] = detail::load_big_endian(buf);
+      detail::store_bits<W>(nd->bits(i), buf + from_lcp);
+      nd->set_bits(i, detail::load_bits<W>(buf));
     }
     nd->skip = static_cast<std::uint8_t>(new_skip);
   }
 
   // Sets the exact common prefix of a freshly packed node (keys sorted: first and last decide).
-  static void pack_prefixes(Node* nd) noexcept {
+  template <class Kind>
+  static void pack_prefixes(Kind* nd) noexcept {
     const std::string_view a = nd->key(0), b = nd->key(nd->n - 1u);
     const std::size_t l = std::min<std::size_t>(detail::common_prefix(a.data(), a.size(), b.data(), b.size()),
                                                 detail::kMaxSkip);
     nd->skip = static_cast<std::uint8_t>(l);
     std::memcpy(nd->lcp, a.data(), l);
-    for (unsigned i = 0; i < nd->n; ++i) nd->pfx[i] = detail::key_prefix(nd->key(i), l);
+    for (unsigned i = 0; i < nd->n; ++i) nd->set_bits(i, detail::key_bits<Kind::kKeyBytes>(nd->key(i), l));
   }
 
   // Points slot i at `it` (a new minimum or a replacement item), keeping the prefix valid.
-  static void set_key(Node* nd, unsigned i, const Item* it) noexcept {
+  static void set_key(Inner* nd, unsigned i, const Item* it) noexcept {
     if (nd->keys[i] == it) return;
     adopt_key(nd, it->key());
     nd->keys[i] = it;
-    nd->pfx[i] = detail::key_prefix(it->key(), nd->skip);
+    nd->set_bits(i, detail::key_bits<Inner::kKeyBytes>(it->key(), nd->skip));
   }
 
   // Opens slot `pos` (shifting the rest right) and fills its key; the caller fills the rest.
-  static void open_slot(Node* nd, unsigned pos, const Item* key_item) noexcept {
+  template <class Kind>
+  static void open_slot(Kind* nd, unsigned pos, const Item* key_item) noexcept {
     adopt_key(nd, key_item->key());
-    const unsigned tail = nd->n - pos;
-    std::memmove(&nd->pfx[pos + 1], &nd->pfx[pos], tail * sizeof(nd->pfx[0]));
-    std::memmove(&nd->keys[pos + 1], &nd->keys[pos], tail * sizeof(nd->keys[0]));
-    if (nd->leaf) {
-      auto* lf = detail::as_leaf(nd);
-      std::memmove(&lf->item_birth[pos + 1], &lf->item_birth[pos], tail * sizeof(lf->item_birth[0]));
-    } else {
-      auto* in = detail::as_inner(nd);
-      std::memmove(&in->child[pos + 1], &in->child[pos], tail * sizeof(in->child[0]));
-      std::memmove(&in->count[pos + 1], &in->count[pos], tail * sizeof(in->count[0]));
-    }
+    copy_slots(nd, pos + 1, nd, pos, nd->n - pos);
     nd->keys[pos] = key_item;
-    nd->pfx[pos] = detail::key_prefix(key_item->key(), nd->skip);
+    nd->set_bits(pos, detail::key_bits<Kind::kKeyBytes>(key_item->key(), nd->skip));
     ++nd->n;
   }
 
-  static void close_slot(Node* nd, unsigned pos) noexcept {
-    const unsigned tail = nd->n - pos - 1u;
-    std::memmove(&nd->pfx[pos], &nd->pfx[pos + 1], tail * sizeof(nd->pfx[0]));
-    std::memmove(&nd->keys[pos], &nd->keys[pos + 1], tail * sizeof(nd->keys[0]));
-    if (nd->leaf) {
-      auto* lf = detail::as_leaf(nd);
-      std::memmove(&lf->item_birth[pos], &lf->item_birth[pos + 1], tail * sizeof(lf->item_birth[0]));
-    } else {
-      auto* in = detail::as_inner(nd);
-      std::memmove(&in->child[pos], &in->child[pos + 1], tail * sizeof(in->child[0]));
-      std::memmove(&in->count[pos], &in->count[pos + 1], tail * sizeof(in->count[0]));
-    }
+  template <class Kind>
+  static void close_slot(Kind* nd, unsigned pos) noexcept {
+    copy_slots(nd, pos, nd, pos + 1, nd->n - pos - 1u);
     --nd->n;
   }
 
-  // Moves slot `from` of `src` into slot `to` of `dst` (same node kind).
+  // Moves slot `from` of `src` into slot `to` of `dst`: siblings of one kind, both writable,
+  // so born in the same version (a leaf slot's age stays right).
   static void move_slot(Node* src, unsigned from, Node* dst, unsigned to) noexcept {
-    open_slot(dst, to, src->keys[from]);
-    if (src->leaf) {
-      detail::as_leaf(dst)->item_birth[to] = detail::as_leaf(src)->item_birth[from];
-    } else {
-      detail::as_inner(dst)->child[to] = detail::as_inner(src)->child[from];
-      detail::as_inner(dst)->count[to] = detail::as_inner(src)->count[from];
-    }
-    close_slot(src, from);
+    as_kind(src, [&](auto* s) {
+      auto* d = static_cast<decltype(s)>(static_cast<void*>(dst));
+      using Kind = std::remove_cvref_t<decltype(*s)>;
+      const Item* key_item = s->keys[from];
+      open_slot(d, to, key_item);
+      copy_slots(d, to, s, from, 1);
+      d->set_bits(to, detail::key_bits<Kind::kKeyBytes>(key_item->key(), d->skip));  // d's own prefix
+      close_slot(s, from);
+    });
   }
 
   static detail::Count weight(const Node* nd, unsigned i) noexcept {
@@ -1007,24 +1076,17 @@ class BasicTree {
 
   // Moves the upper half of the full (writable) node c into a new sibling, returned.
   Node* split_off(Node* c) {
-    Node* s = c->leaf ? static_cast<Node*>(new_leaf()) : static_cast<Node*>(new_inner());
-    const unsigned mid = F / 2, moved = F - mid;
-    s->skip = c->skip;
-    std::memcpy(s->lcp, c->lcp, c->skip);
-    std::memcpy(s->pfx, c->pfx + mid, moved * sizeof(c->pfx[0]));
-    std::memcpy(s->keys, c->keys + mid, moved * sizeof(c->keys[0]));
-    if (c->leaf) {
-      std::memcpy(detail::as_leaf(s)->item_birth, detail::as_leaf(c)->item_birth + mid,
-                  moved * sizeof(detail::as_leaf(c)->item_birth[0]));
-    } else {
-      auto* cs = detail::as_inner(s);
-      auto* cc = detail::as_inner(c);
-      std::memcpy(cs->child, cc->child + mid, moved * sizeof(cc->child[0]));
-      std::memcpy(cs->count, cc->count + mid, moved * sizeof(cc->count[0]));
-    }
-    s->n = static_cast<std::uint16_t>(moved);
-    c->n = static_cast<std::uint16_t>(mid);
-    return s;
+    return as_kind(c, [this](auto* full) -> Node* {
+      using Kind = std::remove_cvref_t<decltype(*full)>;
+      Kind* s = allocate<Kind>();
+      const unsigned mid = F / 2, moved = F - mid;
+      s->skip = full->skip;
+      std::memcpy(s->lcp, full->lcp, full->skip);
+      copy_slots(s, 0, full, mid, moved);
+      s->n = static_cast<std::uint16_t>(moved);
+      full->n = static_cast<std::uint16_t>(mid);
+      return s;
+    });
   }
 
   // A subtree never holds more than the tree, which put() keeps within kMaxItems.
@@ -1045,12 +1107,12 @@ class BasicTree {
     const std::string_view k = item->key();
     if (nd->leaf) {
       auto* lf = detail::as_leaf(nd);
-      unsigned pos = detail::lower_bound(nd, k);
+      unsigned pos = detail::lower_bound(lf, k);
       if (pos < nd->n && nd->key(pos) == k) {
         const Item* old = nd->keys[pos];
-        const std::uint64_t old_birth = lf->item_birth[pos];
+        const std::uint64_t old_birth = lf->item_birth(pos);
         nd->keys[pos] = item;  // same key: the inline bytes stay right
-        lf->item_birth[pos] = version_;
+        lf->age[pos] = 0;
         bytes_ += item->nbytes();
         // Take the reference before retiring: with no snapshot pinning it, the old item
         // may be freed by this very put.
@@ -1068,18 +1130,18 @@ class BasicTree {
           target = sibling;
         }
       }
-      open_slot(target, pos, item);
-      detail::as_leaf(target)->item_birth[pos] = version_;
+      open_slot(detail::as_leaf(target), pos, item);
+      detail::as_leaf(target)->age[pos] = 0;
       return {true, sibling, sibling ? sibling->n : 0u};
     }
     auto* in = detail::as_inner(nd);
-    const unsigned i = detail::child_index(nd, k);
+    const unsigned i = detail::child_index(in, k);
     detail::prefetch_node(in->child[i]);
     Node* c = make_writable(in->child[i]);
     in->child[i] = c;
     const Grown below = insert(c, item);
     if (below.inserted) ++in->count[i];
-    set_key(nd, i, c->keys[0]);
+    set_key(in, i, c->keys[0]);
     if (!below.sibling) return {below.inserted, nullptr, 0};
     in->count[i] -= below.sibling_count;
     Node* target = nd;
@@ -1092,7 +1154,7 @@ class BasicTree {
         target = sibling;
       }
     }
-    open_slot(target, pos, below.sibling->keys[0]);
+    open_slot(detail::as_inner(target), pos, below.sibling->keys[0]);
     detail::as_inner(target)->child[pos] = below.sibling;
     detail::as_inner(target)->count[pos] = below.sibling_count;
     return {below.inserted, sibling, sibling ? subtree_count(sibling) : 0};
@@ -1101,15 +1163,16 @@ class BasicTree {
   // Erases k (known to be present) below the writable node nd.
   void erase_from(Node* nd, std::string_view k) {
     if (nd->leaf) {
-      const unsigned pos = detail::lower_bound(nd, k);
+      auto* lf = detail::as_leaf(nd);
+      const unsigned pos = detail::lower_bound(lf, k);
       const Item* old = nd->keys[pos];
-      const std::uint64_t birth = detail::as_leaf(nd)->item_birth[pos];
-      close_slot(nd, pos);
+      const std::uint64_t birth = lf->item_birth(pos);
+      close_slot(lf, pos);
       retire_item(old, birth);
       return;
     }
     auto* in = detail::as_inner(nd);
-    const unsigned i = detail::child_index(nd, k);
+    const unsigned i = detail::child_index(in, k);
     Node* c = make_writable(in->child[i]);
     in->child[i] = c;
     erase_from(c, k);
@@ -1117,7 +1180,7 @@ class BasicTree {
     if (c->n < F / 2)
       rebalance(in, i);
     else
-      set_key(nd, i, c->keys[0]);
+      set_key(in, i, c->keys[0]);
   }
 
   // Child i of p fell below minimum fill: borrow from a sibling or merge with it.
@@ -1143,21 +1206,13 @@ class BasicTree {
     Node* right = p->child[r];
     const std::size_t shared = std::min<std::size_t>(
         detail::common_prefix(left->lcp, left->skip, right->lcp, right->skip), std::min(left->skip, right->skip));
-    shrink_skip(left, shared);
-    shrink_skip(right, shared);
-    const unsigned base = left->n;
-    std::memcpy(left->pfx + base, right->pfx, right->n * sizeof(right->pfx[0]));
-    std::memcpy(left->keys + base, right->keys, right->n * sizeof(right->keys[0]));
-    if (left->leaf) {
-      std::memcpy(detail::as_leaf(left)->item_birth + base, detail::as_leaf(right)->item_birth,
-                  right->n * sizeof(detail::as_leaf(left)->item_birth[0]));
-    } else {
-      std::memcpy(detail::as_inner(left)->child + base, detail::as_inner(right)->child,
-                  right->n * sizeof(Node*));
-      std::memcpy(detail::as_inner(left)->count + base, detail::as_inner(right)->count,
-                  right->n * sizeof(detail::Count));
-    }
-    left->n = static_cast<std::uint16_t>(base + right->n);
+    as_kind(left, [&](auto* l_kind) {
+      auto* r_kind = static_cast<decltype(l_kind)>(static_cast<void*>(right));
+      shrink_skip(l_kind, shared);
+      shrink_skip(r_kind, shared);
+      copy_slots(l_kind, l_kind->n, r_kind, 0, r_kind->n);  // both born now: ages agree
+    });
+    left->n = static_cast<std::uint16_t>(left->n + right->n);
     p->count[l] += p->count[r];
     close_slot(p, r);
     retire_node(right);
@@ -1178,7 +1233,7 @@ class BasicTree {
       auto* lf = detail::as_leaf(nd);
       for (unsigned i = 0; i < nd->n; ++i) {
         if (pinned)
-          retiring_.push_back(detail::ReclaimDomain::item(nd->keys[i], lf->item_birth[i], death));
+          retiring_.push_back(detail::ReclaimDomain::item(nd->keys[i], lf->item_birth(i), death));
         else
           nd->keys[i]->release();
       }
