@@ -302,11 +302,11 @@ TEST_F(ReclaimTest, ExclusiveBytesEqualWhatDroppingTheSnapshotFrees) {
 
 // "Freed" counts a node leaving the retired set, whether deleted or parked for reuse.
 int g_nodes_freed = 0;
-void count_free(void* p) noexcept {
+void count_free(void* p, std::size_t) noexcept {
   ++g_nodes_freed;
   delete static_cast<int*>(p);
 }
-void count_park(void*) noexcept { ++g_nodes_freed; }
+void count_park(void*, std::size_t) noexcept { ++g_nodes_freed; }
 void discard(void* p) noexcept { delete static_cast<int*>(p); }
 constexpr detail::NodeHooks kCountingHooks{&count_free, &count_park, &discard};
 

@@ -247,34 +247,24 @@ inline std::size_t node_bytes(const Node<F>* n) noexcept {
   return n->leaf ? sizeof(Leaf<F>) : sizeof(Inner<F>);
 }
 
-template <unsigned F>
-inline void count_node(const Node<F>* n, int sign) noexcept {
+// Node accounting and disposal go by size, never by reading the node: a node retired long
+// ago is cold, and parking it must not cost a cache miss (the writer's next copy into it
+// pays for the line anyway, as a store).
+inline void count_node(std::size_t bytes, int sign) noexcept {
   auto& c = live_counters();
   c.nodes.fetch_add(sign, std::memory_order_relaxed);
-  c.bytes.fetch_add(sign * static_cast<std::int64_t>(node_bytes(n)), std::memory_order_relaxed);
+  c.bytes.fetch_add(sign * static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
 }
 
-// A parked node (reclaim.hpp) keeps its memory and its `leaf` flag, nothing else that matters.
-template <unsigned F>
-inline void discard_node(void* p) noexcept {
-  auto* n = static_cast<Node<F>*>(p);
-  if (n->leaf)
-    delete as_leaf(n);
-  else
-    delete as_inner(n);
+// Leaf and Inner are trivially destructible, so a node's memory is all there is to free.
+inline void discard_node(void* p) noexcept { ::operator delete(p); }
+inline void park_node(void*, std::size_t bytes) noexcept { count_node(bytes, -1); }
+inline void free_node(void* p, std::size_t bytes) noexcept {
+  park_node(p, bytes);
+  discard_node(p);
 }
 
-template <unsigned F>
-inline void park_node(void* p) noexcept { count_node(static_cast<Node<F>*>(p), -1); }
-
-template <unsigned F>
-inline void free_node(void* p) noexcept {
-  park_node<F>(p);
-  discard_node<F>(p);
-}
-
-template <unsigned F>
-inline constexpr NodeHooks kNodeHooks{&free_node<F>, &park_node<F>, &discard_node<F>};
+inline constexpr NodeHooks kNodeHooks{&free_node, &park_node, &discard_node};
 
 // Sign of probe `k` against the node's common prefix: <0 below every key in the node, >0
 // above every key, 0 when k shares the prefix (then the integers decide).
@@ -754,7 +744,7 @@ class BasicTree {
   using Snapshot = BasicSnapshot<F>;
   static constexpr unsigned kFanout = F;
 
-  BasicTree() : domain_(std::make_shared<detail::ReclaimDomain>(detail::kNodeHooks<F>)) {
+  BasicTree() : domain_(std::make_shared<detail::ReclaimDomain>(detail::kNodeHooks)) {
     stock_[0].bytes = sizeof(Leaf);
     stock_[1].bytes = sizeof(Inner);
   }
@@ -763,7 +753,7 @@ class BasicTree {
   ~BasicTree() {
     release_all(detail::kForever);
     for (detail::NodeStock& stock : stock_)
-      for (void* n : stock.nodes) detail::discard_node<F>(n);
+      for (void* n : stock.nodes) detail::discard_node(n);
   }
 
   std::size_t size() const noexcept { return size_; }
@@ -924,14 +914,15 @@ class BasicTree {
   template <class Kind>
   Kind* allocate() {
     detail::NodeStock& stock = stock_[std::is_same_v<Kind, Leaf> ? 0 : 1];
-    Kind* n;
+    void* mem;
     if (stock.nodes.empty()) {
-      n = new Kind(version_);
+      mem = ::operator new(sizeof(Kind));
     } else {
-      n = new (stock.nodes.back()) Kind(version_);
+      mem = stock.nodes.back();
       stock.nodes.pop_back();
     }
-    detail::count_node<F>(n, +1);
+    Kind* n = new (mem) Kind(version_);
+    detail::count_node(sizeof(Kind), +1);
     bytes_ += sizeof(Kind);
     return n;
   }
@@ -946,9 +937,9 @@ class BasicTree {
       detail::NodeStock& stock = stock_[n->leaf ? 0 : 1];
       if (stock.nodes.size() < detail::ReclaimDomain::kStockHigh) {
         stock.nodes.push_back(n);
-        detail::park_node<F>(n);
+        detail::park_node(n, detail::node_bytes(n));
       } else {
-        detail::free_node<F>(n);
+        detail::free_node(n, detail::node_bytes(n));
       }
       return;
     }
@@ -1244,7 +1235,7 @@ class BasicTree {
     if (pinned)
       retiring_.push_back(detail::ReclaimDomain::node(nd, nd->birth, death, detail::node_bytes(nd)));
     else
-      detail::free_node<F>(nd);
+      detail::free_node(nd, detail::node_bytes(nd));
   }
 
   std::shared_ptr<detail::ReclaimDomain> domain_;

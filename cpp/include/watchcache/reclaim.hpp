@@ -56,10 +56,11 @@ namespace watchcache::detail {
 inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::max();
 
 // How the domain disposes of the tree's nodes, which it only knows as pointers and sizes.
+// Each gets the node's size, so that none needs to read the (cold) node.
 struct NodeHooks {
-  void (*free)(void*) noexcept;     // leaves the live accounting and is deleted
-  void (*park)(void*) noexcept;     // leaves the live accounting, memory kept for reuse
-  void (*discard)(void*) noexcept;  // deletes a parked node
+  void (*free)(void*, std::size_t bytes) noexcept;  // leaves the live accounting and is deleted
+  void (*park)(void*, std::size_t bytes) noexcept;  // leaves the live accounting, memory kept for reuse
+  void (*discard)(void*) noexcept;                  // deletes a parked node
 };
 
 // A writer's stock of parked nodes of one size, refilled by ReclaimDomain::retire().
@@ -228,12 +229,12 @@ class ReclaimDomain {
     if (p && p->nodes.size() < kParkedPerSize) {
       try {
         p->nodes.push_back(r.ptr);
-        hooks_.park(r.ptr);
+        hooks_.park(r.ptr, r.bytes);
         return;
       } catch (...) {  // out of memory for the list: free the node instead
       }
     }
-    hooks_.free(r.ptr);
+    hooks_.free(r.ptr, r.bytes);
   }
 
   // Pins are a sorted vector whose dropped front is skipped by an offset (compacted when
