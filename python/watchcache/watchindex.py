@@ -16,7 +16,7 @@ selector still decides; the index only narrows who is asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, ValuesView
 from typing import Generic, TypeVar
 
 from watchcache.selectors import LabelRequirement
@@ -51,7 +51,8 @@ class WatcherIndex(Generic[W]):
     def __len__(self) -> int:
         return len(self._all)
 
-    def values(self) -> Iterable[W]:
+    def values(self) -> ValuesView[W]:
+        """A live view of every watcher (it follows later adds, removes and clears)."""
         return self._all.values()
 
     @property
