@@ -49,6 +49,20 @@ void register_registry(py::module_& m) {
           },
           py::arg("resource_version"), py::arg("snapshot"))
       .def(
+          "add_tree_snapshot",
+          [](SnapshotRegistry& r, py::handle rv, Tree& tree, py::handle prune) {
+            // The watch cache's step per event in one crossing, with no Python Snapshot
+            // made: each pybind11 call costs about as much as the snapshot itself.
+            const std::int64_t v = as_rv(rv);
+            const std::int64_t below = as_rv(prune);
+            if (v <= 0) throw py::value_error("resource version must be positive, got " + std::to_string(v));
+            Snapshot snap = tree.snapshot();
+            py::gil_scoped_release nogil;  // pruning may free a lot
+            r.add(v, std::move(snap));
+            if (below > 0) r.prune_below(below);
+          },
+          py::arg("resource_version"), py::arg("tree"), py::arg("prune_below") = 0)
+      .def(
           "get",
           [](const SnapshotRegistry& r, py::handle rv) -> py::object {
             auto s = r.get(as_rv(rv));

@@ -247,6 +247,10 @@ class SnapshotRegistry:
     def add(self, resource_version: int, snapshot: Snapshot) -> None:
         """Raises ValueError unless resource_version is > 0 and not below any stored rv; an rv
         equal to the newest replaces its snapshot (several keys changed at one revision)."""
+    def add_tree_snapshot(self, resource_version: int, tree: Tree, prune_below: int = 0) -> None:
+        """``add(resource_version, tree.snapshot())`` then, when ``prune_below`` > 0,
+        ``prune_below(prune_below)``: in one call, without making a Python Snapshot. Raises
+        like :meth:`add` (before taking the snapshot for a resource_version not above 0)."""
     def get(self, resource_version: int) -> Snapshot | None:
         """Exact match only. O(log s)."""
     def floor(self, resource_version: int) -> tuple[int, Snapshot] | None:

@@ -12,9 +12,10 @@ released), so a 300k-object LIST does not stall the loop.
 State per applied event (rv never decreasing)::
 
     tree.swap_item / pop_item          O(log n), path copy after the last snapshot
-    registry.add(rv, tree.snapshot())  O(1): one snapshot per event, as Kubernetes clones
-    history.append(event)              O(1); if it evicted, snapshots below the oldest
-                                       buffered event are pruned with it
+    history.append(event)              O(1)
+    registry.add_tree_snapshot(rv, tree, prune_below=oldest buffered rv if it evicted)
+                                       O(1): one snapshot per event, as Kubernetes clones;
+                                       snapshots below the history window go with it
     dispatch to watchers               O(watchers), one native selector test per watcher
     wake reads waiting for rv          O(woken · log waiting)
 
@@ -209,13 +210,17 @@ class WatchCache:
             upper_bound=history_upper_bound,
             clock=clock,
         )
-        self._latest: Snapshot = self._tree.snapshot()
+        # The newest state, taken when first asked for after a change (_newest()): apply()
+        # makes no Python Snapshot, and a cache nobody reads copies no paths.
+        self._latest: Snapshot | None = None
         self._rv = 0
         self._ready = False
         self._stopped = False
         self._ready_changed_at = clock()
         self._last_error = ""
         self._watchers: WatcherIndex[Watcher] = WatcherIndex()
+        # A live view, so apply() asks "any watchers?" without a Python-level __len__.
+        self._watching = self._watchers.values()
         self._watcher_ids = itertools.count()
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiter_seq = itertools.count()
@@ -275,7 +280,13 @@ class WatchCache:
 
     def snapshot(self) -> tuple[int, Snapshot]:
         """The newest state and cacheRV. O(1)."""
-        return self._rv, self._latest
+        return self._rv, self._newest()
+
+    def _newest(self) -> Snapshot:
+        latest = self._latest
+        if latest is None:
+            latest = self._latest = self._tree.snapshot()
+        return latest
 
     def add_wait_listener(self, listener: Callable[[int], None]) -> None:
         """Call ``listener(n)`` whenever the number of waiting reads changes (the progress
@@ -300,9 +311,9 @@ class WatchCache:
         tree = Tree.from_sorted(entries)
         self._tree = tree
         self._registry.clear()
-        self._latest = tree.snapshot()
+        self._latest = None
         if self.snapshots_enabled:
-            self._registry.add(resource_version, self._latest)
+            self._registry.add_tree_snapshot(resource_version, tree)
         self._history.reset(resource_version)
         self._rv = resource_version
         self._terminate_all("the cache was relisted")
@@ -345,18 +356,16 @@ class WatchCache:
         elif previous is not None:
             # Watchers replaying history need the previous state to judge selector changes.
             event = Event(kind, obj, previous, rv, event.record_time)
-        latest = tree.snapshot()
-        self._latest = latest
-        if self.snapshots_enabled:
-            self._registry.add(rv, latest)
+        self._latest = None
         history = self._history
-        if history.append(event):
-            oldest = history.oldest_event_resource_version
-            if oldest is not None:
-                self._registry.prune_below(oldest)
+        evicted = history.append(event)
+        if self.snapshots_enabled:
+            # Snapshots below the oldest buffered event go with the events evicted.
+            oldest = history.oldest_event_resource_version if evicted else None
+            self._registry.add_tree_snapshot(rv, tree, oldest or 0)
         self._rv = rv
         self.stats.events_received += 1
-        if self._watchers:
+        if self._watching:
             self._dispatch(event, previous)
         if self._waiters:
             self._wake_waiters()
@@ -570,7 +579,7 @@ class WatchCache:
                 raise ExpiredError.too_old_resource_version(plan.exact)
             snap, rv = found[1], plan.exact
         else:
-            snap, rv = self._latest, self._rv
+            snap, rv = self._newest(), self._rv
         selector = opts.selector()
         scan = await self._scan(snap, key_prefix, plan.start_key, plan.limit, selector)
         token = ""
@@ -640,7 +649,7 @@ class WatchCache:
             await self.wait_for_rv(await self.store.current_resource_version())
         elif rv:
             await self.wait_for_rv(rv)
-        item = self._latest.get_item(key)
+        item = self._newest().get_item(key)
         if item is None:
             name = key.rsplit("/", 1)[-1]
             raise NotFoundError.for_object(self.resource, name, self.group)
@@ -847,7 +856,7 @@ class Watcher:
         # see the same cacheRV, so no event is missed or repeated.
         cache_rv = cache._rv
         if sie or (sie is None and rv == 0):
-            self._initial = cache._latest
+            self._initial = cache._newest()
             self._initial_rv = cache_rv
             self._end_bookmark = bool(sie) and opts.allow_watch_bookmarks
             self._floor = cache_rv

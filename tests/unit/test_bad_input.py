@@ -427,6 +427,34 @@ def test_registry_add_rejects_wrong_types() -> None:
     assert registry.resource_versions() == [1]
 
 
+def test_registry_add_tree_snapshot_stores_the_tree_now_and_prunes_below() -> None:
+    registry, tree = registry_with(3, 5)
+    tree["rv"] = b"7"
+    registry.add_tree_snapshot(7, tree, prune_below=5)
+    assert registry.resource_versions() == [5, 7]
+    stored = registry.get(7)
+    assert stored is not None
+    tree["rv"] = b"8"
+    assert stored["rv"] == b"7", "the stored snapshot is the tree as it was, not a view of it"
+    registry.add_tree_snapshot(8, tree)
+    assert registry.resource_versions() == [5, 7, 8], "prune_below=0 prunes nothing"
+
+
+def test_registry_add_tree_snapshot_rejects_bad_input_and_changes_nothing() -> None:
+    registry, tree = registry_with(3, 5)
+    for rv in (0, -1, 4):
+        with pytest.raises(ValueError, match=r"(?i)resource.?version"):
+            registry.add_tree_snapshot(rv, tree, prune_below=5)
+    bad: Any = "6"
+    with pytest.raises(TypeError):
+        registry.add_tree_snapshot(bad, tree)
+    with pytest.raises(TypeError):
+        registry.add_tree_snapshot(6, tree.snapshot())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        registry.add_tree_snapshot(6, tree, prune_below=bad)
+    assert registry.resource_versions() == [3, 5]
+
+
 def test_registry_lookups_with_a_foreign_type_do_not_match() -> None:
     registry, _ = registry_with(1)
     assert "1" not in registry
