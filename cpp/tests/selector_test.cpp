@@ -138,6 +138,10 @@ TEST_F(SelectorTest, FieldsCompareExactlyWithAbsentReadingAsEmpty) {
   EXPECT_TRUE(fieldsel("spec.nodeName", true, "node-1"));
   EXPECT_TRUE(fieldsel("spec.empty", false, ""));
   EXPECT_FALSE(fieldsel("app", false, "web")) << "a label is not a field";
+  // The field grammar allows an empty name ("=x"): like any field an object lacks, it reads "".
+  EXPECT_TRUE(fieldsel("", false, ""));
+  EXPECT_FALSE(fieldsel("", false, "x"));
+  EXPECT_TRUE(fieldsel("", true, "x"));
 }
 
 TEST_F(SelectorTest, EveryRequirementMustHold) {
@@ -211,9 +215,8 @@ TEST(SelectorValidationTest, GreaterAndLessThanNeedAnIntegerBound) {
   }
 }
 
-TEST(SelectorValidationTest, KeysMustNotBeEmpty) {
+TEST(SelectorValidationTest, LabelKeysMustNotBeEmpty) {
   EXPECT_THROW(Selector({req("", LabelOp::Exists)}, {}), std::invalid_argument);
-  EXPECT_THROW(Selector({}, {field("", false, "x")}), std::invalid_argument);
 }
 
 TEST(SelectorValidationTest, ParseLabelOpKnowsEveryOperator) {

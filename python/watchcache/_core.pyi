@@ -50,9 +50,10 @@ class Selector:
     ``labels``: ``(key, op, values)`` with op one of ``"="`` (values has one entry),
     ``"!="``, ``"in"``, ``"notin"``, ``"exists"``, ``"!"`` (does not exist; values empty),
     ``"gt"``, ``"lt"`` (one integer value). ``!=`` and ``notin`` match items that lack the key.
-    ``fields``: ``(key, op, value)`` with op ``"="`` or ``"!="``; an absent field reads as ``""``.
+    ``fields``: ``(key, op, value)`` with op ``"="`` or ``"!="``; an absent field reads as ``""``
+    (so does the empty field name, which Kubernetes' field grammar allows).
     All requirements must hold (AND). An empty selector matches everything.
-    Raises ValueError for an unknown op or a wrong number of values.
+    Raises ValueError for an unknown op, a wrong number of values or an empty label key.
     """
 
     def __init__(

@@ -636,11 +636,7 @@ def compile_selector(
     # Imported here so that parsing works, and is testable, before the extension is built.
     from watchcache import _core  # noqa: PLC0415
 
-    # The engine refuses an empty field key, which the field grammar allows ("=x"). No
-    # object has a field named "": like any absent field it reads as "", so such a term is
-    # a constant. True ones are dropped; a false one is written as a pair that no object
-    # can meet (a field both equal and unequal to "").
-    field_terms = [(r.key, r.op, r.value) for r in fields if r.key]
-    if any((r.value == "") != (r.op == "=") for r in fields if not r.key):
-        field_terms += [("metadata.name", "=", ""), ("metadata.name", "!=", "")]
-    return _core.Selector(labels=[(r.key, r.op, r.values) for r in labels], fields=field_terms)
+    return _core.Selector(
+        labels=[(r.key, r.op, r.values) for r in labels],
+        fields=[(r.key, r.op, r.value) for r in fields],
+    )

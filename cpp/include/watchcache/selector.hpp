@@ -92,8 +92,8 @@ class Selector {
       std::sort(r.values.begin(), r.values.end());
       r.values.erase(std::unique(r.values.begin(), r.values.end()), r.values.end());
     }
-    for (const auto& f : fields_)
-      if (f.key.empty()) throw std::invalid_argument("field selector key must not be empty");
+    // An empty field name is valid (Kubernetes' field grammar allows "=x"): no object has
+    // such a field, so it reads as "" like any absent one.
   }
 
   bool empty() const noexcept { return labels_.empty() && fields_.empty(); }
