@@ -10,8 +10,9 @@ the snapshot) from the Python around it; see bench/README.md and issue 2's targe
 from __future__ import annotations
 
 import argparse
+import itertools
 
-from cache_scenarios import applier, loaded_cache, modify_events, pods, timed
+from cache_scenarios import loaded_cache, modifications, pods, timed_fed
 
 
 def main() -> None:
@@ -21,7 +22,6 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     items = pods(args.n, 1024, 1)
-    needed = 200 + args.ops * args.repeats
 
     def window(size: int) -> dict[str, object]:
         return {"history_lower_bound": size, "history_upper_bound": size}
@@ -35,11 +35,10 @@ def main() -> None:
     ]
     for label, options, warm in variants:
         cache = loaded_cache(items, **options)
-        events = modify_events(items, warm + needed, cache.resource_version, 1)
-        feed = applier(cache, events)
-        for _ in range(warm):
-            feed()
-        per_event = timed(feed, args.ops, args.repeats)
+        events = modifications(items, cache.resource_version, 1)
+        for event in itertools.islice(events, warm):
+            cache.apply(event)
+        per_event = timed_fed(events, cache.apply, args.ops, args.repeats)
         stored = len(cache.registry)
         pinned = cache.registry.pinned_bytes() / stored if stored else 0.0
         timing = f"{per_event:6.2f} µs/event"
