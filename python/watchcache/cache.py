@@ -355,7 +355,7 @@ class WatchCache:
                 )
         elif previous is not None:
             # Watchers replaying history need the previous state to judge selector changes.
-            event = Event(kind, obj, previous, rv, event.record_time)
+            event = event.with_prev_object(previous)
         self._latest = None
         history = self._history
         evicted = history.append(event)
