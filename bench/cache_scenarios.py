@@ -199,15 +199,14 @@ async def selector_scenario(n: int, repeats: int, seed: int) -> Result:
 
 
 def modifications(items: list[Item], start_rv: int, seed: int) -> Iterator[Event]:
-    """Endless MODIFIED events of random objects from ``start_rv + 1`` on, each naming the
-    object's previous state (what the reflector hands the cache); labels never change."""
+    """Endless MODIFIED events of random objects from ``start_rv + 1`` on, shaped as the
+    reflector hands them to the cache: no previous object (etcd's watch sends none for a
+    put; the cache finds it), so apply() pays for naming it. Labels never change."""
     rng = random.Random(seed)
-    current = {item.key: item for item in items}
     for rv in itertools.count(start_rv + 1):
-        previous = current[items[rng.randrange(len(items))].key]
+        previous = items[rng.randrange(len(items))]
         item = Item(previous.key, previous.value, rv, previous.labels, previous.fields)
-        current[item.key] = item
-        yield Event(EventType.MODIFIED, item, previous, rv)
+        yield Event(EventType.MODIFIED, item, None, rv)
 
 
 async def apply_scenarios(n: int, repeats: int, seed: int) -> list[Result]:
