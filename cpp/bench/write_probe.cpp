@@ -9,14 +9,14 @@
 // Only the measured loop runs instrumented (CALLGRIND_START/STOP_INSTRUMENTATION); building
 // the dataset, the bulk load and the warm-up do not count.
 //
-// Modes (a 1M-key tree, keys as in bench_common.hpp, 100 B values):
-//   write   a snapshot then one put per step, keeping the last 1000 snapshots (the watch
-//           cache: one snapshot per event); also prints the bytes pinned per snapshot
+// Modes (a 1M-key tree, keys as in bench_common.hpp, 100 B values by default):
+//   write   a snapshot then one put per step, keeping the last --window snapshots (1000;
+//           the watch cache: one snapshot per event); also prints the bytes pinned per snapshot
 //   update  puts with one old snapshot alive (the first write into a node copies it)
 //   get     random gets on the live tree
 //   scan    scan 500 from a random key of a snapshot
 //
-// Usage: write_probe MODE [--size N] [--ops N]
+// Usage: write_probe MODE [--size N] [--ops N] [--window N] [--value-bytes N]
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -42,21 +42,30 @@ struct Args {
   std::string mode;
   std::size_t size = 1'000'000;
   std::size_t ops = 20'000;
+  std::size_t window = 1000;
+  std::size_t value_bytes = 100;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    if ((s == "--size" || s == "--ops") && i + 1 < argc)
-      (s == "--size" ? a.size : a.ops) = std::stoull(argv[++i]);
+    if (s == "--size" && i + 1 < argc)
+      a.size = std::stoull(argv[++i]);
+    else if (s == "--ops" && i + 1 < argc)
+      a.ops = std::stoull(argv[++i]);
+    else if (s == "--window" && i + 1 < argc)
+      a.window = std::stoull(argv[++i]);
+    else if (s == "--value-bytes" && i + 1 < argc)
+      a.value_bytes = std::stoull(argv[++i]);
     else if (a.mode.empty() && s[0] != '-')
       a.mode = s;
     else
       throw std::invalid_argument("unknown argument " + s);
   }
   if (a.mode != "write" && a.mode != "update" && a.mode != "get" && a.mode != "scan")
-    throw std::invalid_argument("usage: write_probe write|update|get|scan [--size N] [--ops N]");
+    throw std::invalid_argument(
+        "usage: write_probe write|update|get|scan [--size N] [--ops N] [--window N] [--value-bytes N]");
   return a;
 }
 
@@ -64,7 +73,7 @@ Args parse(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   const Args args = parse(argc, argv);
-  const Dataset ds = make_dataset(args.size, 100, seed_from_env());
+  const Dataset ds = make_dataset(args.size, args.value_bytes, seed_from_env());
   watchcache::Tree tree;
   tree.assign_sorted(make_items(ds, no_labels, true));
   Rng rng(kDefaultSeed);
@@ -72,7 +81,7 @@ int main(int argc, char** argv) try {
   std::size_t acc = 0;
 
   if (args.mode == "write") {
-    const std::size_t window_size = 1000;
+    const std::size_t window_size = args.window;
     std::deque<watchcache::Snapshot> window;
     auto step = [&](watchcache::ItemRef& item) {
       window.push_back(tree.snapshot());
