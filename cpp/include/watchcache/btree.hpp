@@ -22,8 +22,9 @@
 // keeps the common prefix of its keys (first `skip` bytes, up to kMaxSkip, stored inline)
 // and, per slot, the next key bytes as a big-endian integer (8 in a leaf, 10 in an internal
 // node: see Leaf and Inner). A search compares the probe with the node prefix once, then
-// binary-searches the integers; only a tie on all of those bytes dereferences a key. Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"),
-// which is exactly what the per-node skip absorbs. The prefix only ever shrinks in place
+// binary-searches the integers; only a tie on all of those bytes dereferences a key.
+// Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"), which is exactly
+// what the per-node skip absorbs. The prefix only ever shrinks in place
 // (inserting a key outside it); shrinking re-derives the integers from the inline prefix,
 // without touching any key.
 //
@@ -39,8 +40,9 @@
 // updates faster under an old snapshot (1.15-1.16 vs 1.34-1.38 us: the target is
 // 1.2 us) and scans 5-15% faster (twice the items per leaf), which is the LIST path. Its
 // cost is the path a write copies: 704 B per leaf and 1,024 B per internal node at F=32,
-// 3.95 KB pinned per stored snapshot at 1M keys (write_probe). Minimum fill F/2 except at the root. Nodes split bottom-up and only when a key
-// is added, so updating values in a bulk-loaded (100% full) tree never splits.
+// 3.95 KB pinned per stored snapshot at 1M keys (write_probe). Minimum fill F/2 except at
+// the root. Nodes split bottom-up and only when a key is added, so updating values in a
+// bulk-loaded (100% full) tree never splits.
 //
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
