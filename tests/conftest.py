@@ -105,6 +105,14 @@ def etcd() -> Iterator[EtcdCluster]:
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def module_etcd() -> Iterator[EtcdCluster]:
+    """One etcd member shared by a test module (stopped by PID when the module ends): for
+    modules whose tests each work in keys or namespaces of their own."""
+    with EtcdCluster(1) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def etcd_cluster() -> Iterator[EtcdCluster]:
     cluster = EtcdCluster(3)

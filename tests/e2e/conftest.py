@@ -45,9 +45,8 @@ KUBECTL_TIMEOUT = 30.0
 
 
 @pytest.fixture(scope="module")
-def etcd() -> Iterator[EtcdCluster]:
-    with EtcdCluster(1) as cluster:
-        yield cluster
+def etcd(module_etcd: EtcdCluster) -> EtcdCluster:
+    return module_etcd
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ import contextlib
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,24 +56,18 @@ NS = "/api/v1/namespaces/default/configmaps"
 # Servers
 
 
-@pytest.fixture(scope="module")
-def edge_etcd() -> Iterator[EtcdCluster]:
-    with EtcdCluster(1) as cluster:
-        yield cluster
-
-
 @pytest.fixture
-async def api(edge_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    async with running_apiserver(edge_etcd.endpoints, min_request_timeout=5, max_limit=2) as run:
+async def api(module_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
+    async with running_apiserver(module_etcd.endpoints, min_request_timeout=5, max_limit=2) as run:
         yield run
 
 
 @pytest.fixture
-async def guarded(edge_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
+async def guarded(module_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
     """The apiserver under ``serve.uvicorn_config``, with short deadlines."""
     protocol = guarded_protocol(head_timeout=HEAD_TIMEOUT, body_timeout=BODY_TIMEOUT)
     async with running_apiserver(
-        edge_etcd.endpoints, protocol=protocol, min_request_timeout=5
+        module_etcd.endpoints, protocol=protocol, min_request_timeout=5
     ) as run:
         yield run
 
