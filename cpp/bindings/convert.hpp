@@ -202,5 +202,6 @@ void register_item(py::module_& m);
 void register_selector(py::module_& m);
 void register_tree(py::module_& m);
 void register_registry(py::module_& m);
+void register_token(py::module_& m);
 
 }  // namespace watchcache::bindings

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
   wb::register_selector(m);
   wb::register_tree(m);
   wb::register_registry(m);
+  wb::register_token(m);
   m.def("live_counters", [] {
     auto& c = watchcache::detail::live_counters();
     pybind11::dict d;

@@ -280,3 +280,10 @@ class SnapshotRegistry:
 
 def live_counters() -> dict[str, int]:
     """Engine-wide live object counters: ``nodes``, ``items``, ``bytes``. For leak tests."""
+
+def encode_continue_token(start: object, resource_version: object) -> str | None:
+    """The canonical continue token for ``start`` at ``resource_version``; None when the
+    fast path does not apply (tokens.encode_continue then takes the general path)."""
+
+def decode_continue_token(token: object) -> tuple[int, str] | None:
+    """``(rv, start)`` of a token in the canonical shape; None for any other token."""

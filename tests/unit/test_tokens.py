@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from watchcache import _core, gojson
 from watchcache.errors import BadRequestError
 from watchcache.tokens import (
     CONTINUE_TOKEN_VERSION,
@@ -27,6 +28,7 @@ from watchcache.tokens import (
     ContinueTokenError,
     _clean_path,
     _decode_base64,
+    _unmarshal,
     decode_continue,
     encode_continue,
     next_page_token,
@@ -710,3 +712,97 @@ def test_any_json_token_gives_a_key_or_continue_token_error(
 ) -> None:
     text = json.dumps(members)
     assert_result_or_continue_token_error(b64(text[:-1] if truncate else text))
+
+
+# ---------------------------------------------------------------------------------------------
+# The native fast path (watchcache._core) agrees with the general Python codec
+
+
+def general_encoding(start: str, resource_version: int) -> str:
+    text = gojson.dumps({"v": CONTINUE_TOKEN_VERSION, "rv": resource_version, "start": start})
+    return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode("ascii")
+
+
+# Every code point, lone surrogates included (what a key decoded with surrogateescape holds).
+any_start = st.text(st.characters(codec=None, exclude_categories=()))
+int64s = st.integers(-(2**63), 2**63 - 1)
+
+
+@given(start=any_start, resource_version=int64s)
+def test_native_encoding_is_the_general_encoding_or_declines(
+    start: str, resource_version: int
+) -> None:
+    native = _core.encode_continue_token(start, resource_version)
+    has_lone_surrogate = any(0xD800 <= ord(c) <= 0xDFFF for c in start)
+    if has_lone_surrogate:
+        assert native is None
+    else:
+        assert native == general_encoding(start, resource_version)
+
+
+@pytest.mark.parametrize(
+    "start", ["<>&", "\u2028\u2029", '"\\', "\x00\x01\x1f\x7f", "\b\f\n\r\t", "é€😀", "a/b"]
+)
+def test_native_encoding_escapes_as_go_does(start: str) -> None:
+    assert _core.encode_continue_token(start, 7) == general_encoding(start, 7)
+
+
+@given(start=any_start, resource_version=int64s.filter(bool))
+def test_native_decoding_reads_every_token_go_writes(start: str, resource_version: int) -> None:
+    token = general_encoding(start, resource_version)
+    native = _core.decode_continue_token(token)
+    general = _unmarshal(_decode_base64(token))
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in start):
+        assert native is None  # written as U+FFFD: left to the general path
+    else:
+        assert native == (resource_version, start) == general[1:]
+
+
+@pytest.mark.parametrize(
+    "json_text",
+    [
+        '{"v":"meta.k8s.io/v1","rv":5,"start":"a"} ',  # trailing space
+        '{"rv":5,"v":"meta.k8s.io/v1","start":"a"}',  # member order
+        '{"v":"meta.k8s.io/v1","rv":05,"start":"a"}',  # leading zero
+        '{"v":"meta.k8s.io/v1","rv":0,"start":"a"}',
+        '{"v":"meta.k8s.io/v1","rv":9223372036854775808,"start":"a"}',  # outside int64
+        '{"v":"meta.k8s.io/v1","rv":5,"start":"\\ud800"}',  # lone surrogate escape
+        '{"v":"meta.k8s.io/v1","rv":5,"start":"\\x"}',  # unknown escape
+        '{"v":"meta.k8s.io/v1","rv":5,"start":"a\tb"}',  # raw control character
+        '{"v":"meta.k8s.io/v1","rv":5,"start":"a"',  # truncated
+        '{"v":"meta.k8s.io/v2","rv":5,"start":"a"}',
+    ],
+)
+def test_native_decoding_declines_every_other_shape(json_text: str) -> None:
+    assert _core.decode_continue_token(b64(json_text)) is None
+
+
+@pytest.mark.parametrize(
+    "token", ["", "e", "ey=J", "eyJ2\nIjoi", "é", TOKEN_RV_12345 + "=", TOKEN_RV_12345[:-1] + "*"]
+)
+def test_native_decoding_declines_what_is_not_plain_base64url(token: str) -> None:
+    assert _core.decode_continue_token(token) is None
+
+
+@given(st.text())
+def test_native_decoding_of_any_text_agrees_with_the_general_path(token: str) -> None:
+    native = _core.decode_continue_token(token)
+    if native is None:
+        return
+    assert _unmarshal(_decode_base64(token)) == (CONTINUE_TOKEN_VERSION, *native)
+
+
+@given(st.binary())
+def test_native_decoding_of_any_payload_agrees_with_the_general_path(payload: bytes) -> None:
+    token = b64(payload)
+    native = _core.decode_continue_token(token)
+    if native is not None:
+        assert _unmarshal(_decode_base64(token)) == (CONTINUE_TOKEN_VERSION, *native)
+
+
+def test_native_functions_decline_wrong_types() -> None:
+    assert _core.encode_continue_token(b"a", 1) is None
+    assert _core.encode_continue_token("a", 1.0) is None
+    assert _core.encode_continue_token("a", True) is None
+    assert _core.encode_continue_token("a", 2**64) is None
+    assert _core.decode_continue_token(b"abcd") is None
