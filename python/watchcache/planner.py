@@ -46,6 +46,7 @@ supports progress requests. :class:`ListResult` is what both the cache and the s
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -54,6 +55,8 @@ from watchcache import gojson
 from watchcache.errors import ExpiredError
 from watchcache.options import ListOptions
 from watchcache.tokens import ContinueToken, encode_continue
+
+_BASE64URL = re.compile("[A-Za-z0-9_-]+")
 
 if TYPE_CHECKING:
     from watchcache._core import Item, ScanResult, Selector
@@ -126,29 +129,13 @@ def plan_list(
     rv = opts.parsed_resource_version
     snapshots = state.snapshots_enabled and recursive
 
-    def exact(n: int, row: str) -> ListPlan:
-        if n > state.resource_version:
-            if not state.has_store or state.consistent_reads_supported:
-                return _cache(state, row, limit, start_key, wait_for=n, exact=n)
-            return ListPlan(Source.STORE, row, limit, start_key)
-        if state.has_snapshot_at_or_below(n):
-            return ListPlan(Source.SNAPSHOT, row, limit, start_key, exact=n)
-        return _store_or_expired(state, row, limit, start_key)
-
-    def consistent(row: str) -> ListPlan:
-        if not state.has_store:
-            return _cache(state, row, limit, start_key)
-        if state.consistent_reads_supported:
-            return _cache(state, row, limit, start_key, consistent=True)
-        return ListPlan(Source.STORE, row, limit, start_key)
-
     match_ = opts.resource_version_match
     if match_ == "Exact":
         if not recursive:
             return _store_or_expired(state, "A'", limit, start_key)
         if not snapshots:
             return _store_or_expired(state, "A", limit, start_key)
-        return exact(rv, "A")
+        return _exact(state, rv, "A", limit, start_key)
     if match_ == "NotOlderThan":
         return _cache(state, "B", limit, start_key, wait_for=rv)
     if token is not None:
@@ -156,17 +143,35 @@ def plan_list(
             row = "C1'" if not recursive else ("C1a" if token.resource_version > 0 else "C1b")
             return _store_or_expired(state, row, limit, start_key)
         if token.resource_version > 0:
-            return exact(token.resource_version, "C1a")
-        return consistent("C1b")
+            return _exact(state, token.resource_version, "C1a", limit, start_key)
+        return _consistent(state, "C1b", limit, start_key)
     if limit > 0 and rv > 0:
         if not snapshots:
             return _store_or_expired(state, "C2" if recursive else "C2'", limit, start_key)
-        return exact(rv, "C2")
+        return _exact(state, rv, "C2", limit, start_key)
     if opts.resource_version == "":
-        return consistent("C3")
+        return _consistent(state, "C3", limit, start_key)
     if rv == 0:
         return _cache(state, "C4", limit, start_key)
     return _cache(state, "C5", limit, start_key, wait_for=rv)
+
+
+def _exact(state: CacheState, n: int, row: str, limit: int, start_key: str | None) -> ListPlan:
+    if n > state.resource_version:
+        if not state.has_store or state.consistent_reads_supported:
+            return _cache(state, row, limit, start_key, wait_for=n, exact=n)
+        return ListPlan(Source.STORE, row, limit, start_key)
+    if state.has_snapshot_at_or_below(n):
+        return ListPlan(Source.SNAPSHOT, row, limit, start_key, exact=n)
+    return _store_or_expired(state, row, limit, start_key)
+
+
+def _consistent(state: CacheState, row: str, limit: int, start_key: str | None) -> ListPlan:
+    if not state.has_store:
+        return _cache(state, row, limit, start_key)
+    if state.consistent_reads_supported:
+        return _cache(state, row, limit, start_key, consistent=True)
+    return ListPlan(Source.STORE, row, limit, start_key)
 
 
 def _cache(
@@ -256,10 +261,23 @@ class ListResult:
             meta["remainingItemCount"] = self.remaining_item_count
         return meta
 
+    def metadata_json(self) -> bytes:
+        """:meth:`metadata` as Go writes it. Tokens minted here are base64url, which JSON
+        never escapes, so the usual page skips the general encoder (3 µs of a page)."""
+        token = self.continue_token
+        if token and not _BASE64URL.fullmatch(token):
+            return gojson.dumpb(self.metadata())
+        text = f'{{"resourceVersion":"{self.resource_version}"'
+        if token:
+            text += f',"continue":"{token}"'
+        if self.remaining_item_count is not None:
+            text += f',"remainingItemCount":{self.remaining_item_count}'
+        return (text + "}").encode()
+
     def render(self, kind: str, api_version: str) -> bytes:
         """The list body ``{"kind","apiVersion","metadata","items":[...]}`` as one bytes.
         From a ScanResult the engine copies each value once; otherwise values are joined."""
-        metadata = gojson.dumpb(self.metadata())
+        metadata = self.metadata_json()
         render = getattr(self.items, "render", None)
         if render is not None:
             body: bytes = render(kind, api_version, metadata)

@@ -186,13 +186,23 @@ def start_key(parsed: ContinueToken, key_prefix: str) -> str:
     parsed (so a caller that needs the token's rv too parses it once). Raises
     ContinueTokenError. O(len(start))."""
     path = parsed.start if parsed.start.startswith("/") else "/" + parsed.start
-    if _clean_path(path) != path:
+    if not _is_clean_rooted(path):
         raise ContinueTokenError(parsed.start)
     return key_prefix + path[1:]
 
 
 # ---------------------------------------------------------------------------------------------
 # Path cleaning (Go's path.Clean)
+
+
+def _is_clean_rooted(path: str) -> bool:
+    """``_clean_path(path) == path`` for a path starting with ``/``, without building the
+    cleaned path: nothing to collapse, drop or resolve, and no trailing ``/``."""
+    if path == "/":
+        return True
+    if path.endswith(("/", "/.", "/..")):
+        return False
+    return "//" not in path and "/./" not in path and "/../" not in path
 
 
 def _clean_path(path: str) -> str:

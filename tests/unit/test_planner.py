@@ -10,11 +10,15 @@ from dataclasses import replace
 from typing import NamedTuple
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from watchcache import gojson
 from watchcache.options import ListOptions, ResourceVersionMatch
 from watchcache.planner import (
     CacheState,
     ListPlan,
+    ListResult,
     Source,
     not_ready_goes_to_store,
     plan_list,
@@ -227,3 +231,15 @@ def test_store_revision_follows_the_etcd_table(
 ) -> None:
     token = None if token_rv is None else ContinueToken(token_rv, "/b\x00")
     assert store_revision(options, token) == expected
+
+
+@given(
+    resource_version=st.integers(0, 2**63 - 1),
+    token=st.just("") | st.text(alphabet="AZaz09-_", min_size=1) | st.text(),
+    remaining=st.none() | st.integers(0, 2**63 - 1),
+)
+def test_list_metadata_json_is_what_go_writes(
+    resource_version: int, token: str, remaining: int | None
+) -> None:
+    result = ListResult([], resource_version, token, remaining)
+    assert result.metadata_json() == gojson.dumpb(result.metadata())

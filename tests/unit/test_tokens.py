@@ -28,6 +28,7 @@ from watchcache.tokens import (
     ContinueTokenError,
     _clean_path,
     _decode_base64,
+    _is_clean_rooted,
     _unmarshal,
     decode_continue,
     encode_continue,
@@ -614,6 +615,11 @@ def test_continue_token_members_follow_gos_rules(members: list[tuple[str, str]])
 )
 def test_clean_path_matches_go(path: str, cleaned: str) -> None:
     assert _clean_path(path) == cleaned
+
+
+@given(st.text(alphabet="/.a\x00", max_size=12).map("/".__add__))
+def test_is_clean_rooted_says_whether_clean_path_changes_the_path(path: str) -> None:
+    assert _is_clean_rooted(path) == (_clean_path(path) == path)
 
 
 @given(st.text(alphabet="/.a\x00", max_size=12))
