@@ -28,6 +28,22 @@ struct PyItem {
   ItemRef ref;
 };
 
+// Item's Python type is a plain C type (register_item.cpp), not a pybind11 class: pybind11
+// enters every instance of its classes in a process-wide hash table when it is made and
+// removes it when it dies. With 100k+ items alive that table is megabytes, so each wrap and
+// each free of an Item cost a cache miss or two, and the cache makes and frees several per
+// applied event (and one per item of a page turned into Python objects). The caster below
+// lets the other bindings keep taking and returning PyItem.
+struct ItemObject {
+  PyObject_HEAD
+  PyItem value;
+};
+PyTypeObject* item_type() noexcept;  // set by register_item()
+// A new Item object owning `ref`; nullptr with a Python error set when out of memory.
+PyObject* new_item_object(ItemRef ref) noexcept;
+inline bool is_item(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), item_type()); }
+inline PyItem& item_of(py::handle h) noexcept { return reinterpret_cast<ItemObject*>(h.ptr())->value; }
+
 struct PySelector {
   std::shared_ptr<const Selector> selector;
 };
@@ -130,7 +146,7 @@ inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, 
 
 // An entry of put_many/from_sorted: Item, (key, value) or (key, value, mod_revision).
 inline ItemRef entry_to_item(py::handle entry) {
-  if (py::isinstance<PyItem>(entry)) return entry.cast<PyItem&>().ref;
+  if (is_item(entry)) return item_of(entry).ref;
   if (!PyTuple_Check(entry.ptr()) && !PyList_Check(entry.ptr()))
     throw py::type_error("entry must be an Item or a (key, value[, mod_revision]) tuple, not " + type_name(entry));
   auto seq = py::reinterpret_borrow<py::sequence>(entry);
@@ -205,3 +221,37 @@ void register_registry(py::module_& m);
 void register_token(py::module_& m);
 
 }  // namespace watchcache::bindings
+
+namespace pybind11::detail {
+
+// Item objects to and from PyItem for pybind11 signatures. Loading borrows the object's own
+// PyItem (no reference count traffic); returning wraps the reference in a new Item object.
+template <>
+struct type_caster<watchcache::bindings::PyItem> {
+  using PyItem = watchcache::bindings::PyItem;
+  static constexpr auto name = const_name("Item");
+
+  bool load(handle src, bool /*convert*/) {
+    if (!watchcache::bindings::is_item(src)) return false;
+    value_ = &watchcache::bindings::item_of(src);
+    return true;
+  }
+  static handle cast(const PyItem& src, return_value_policy policy, handle parent) {
+    return cast(PyItem{src.ref}, policy, parent);
+  }
+  static handle cast(PyItem&& src, return_value_policy /*policy*/, handle /*parent*/) {
+    PyObject* obj = watchcache::bindings::new_item_object(std::move(src.ref));
+    if (!obj) throw error_already_set();
+    return obj;
+  }
+
+  template <typename T>
+  using cast_op_type = pybind11::detail::cast_op_type<T>;
+  operator PyItem*() { return value_; }
+  operator PyItem&() { return *value_; }
+
+ private:
+  PyItem* value_ = nullptr;
+};
+
+}  // namespace pybind11::detail

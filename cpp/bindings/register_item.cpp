@@ -1,68 +1,204 @@
 // Item: immutable entry; `memoryview(item)` exposes the value zero-copy (read-only) and
-// keeps the item alive through the exporter object.
+// keeps the item alive through the exporter object. A plain C type: see ItemObject in
+// convert.hpp for why it is not a pybind11 class.
+#include <new>
+#include <stdexcept>
+
 #include "convert.hpp"
 
 namespace watchcache::bindings {
 
 namespace {
 
-py::dict pairs_to_dict(const Item& item, bool fields) {
+PyTypeObject* g_item_type = nullptr;
+
+// Runs `fn` and turns a C++ exception into the Python error it stands for; `fail` is what
+// the slot returns on error.
+template <class Fn, class R>
+R guarded(Fn&& fn, R fail) noexcept {
+  try {
+    return fn();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::out_of_range& e) {  // pybind11's own translation of the std exceptions
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const std::overflow_error& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::length_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::domain_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return fail;
+}
+
+const Item& item(PyObject* self) noexcept { return *reinterpret_cast<ItemObject*>(self)->value.ref; }
+
+py::dict pairs_to_dict(const Item& it, bool fields) {
   py::dict d;
-  const std::size_t n = fields ? item.field_count() : item.label_count();
+  const std::size_t n = fields ? it.field_count() : it.label_count();
   for (std::size_t i = 0; i < n; ++i) {
-    const StringPair p = fields ? item.field(i) : item.label(i);
+    const StringPair p = fields ? it.field(i) : it.label(i);
     d[to_str(p.first)] = to_str(p.second);
   }
   return d;
 }
 
+PyObject* item_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"key", "value", "mod_revision", "labels", "fields", nullptr};
+  PyObject *key = nullptr, *value = nullptr, *revision = nullptr, *labels = Py_None, *fields = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OOO:Item", const_cast<char**>(keywords), &key, &value, &revision,
+                                   &labels, &fields))
+    return nullptr;
+  return guarded(
+      [&]() -> PyObject* {
+        const py::object zero = py::int_(0);
+        ItemRef ref = make_item(key, value, revision ? py::handle(revision) : py::handle(zero), labels, fields);
+        PyObject* self = type->tp_alloc(type, 0);
+        if (!self) return nullptr;
+        new (&reinterpret_cast<ItemObject*>(self)->value) PyItem{std::move(ref)};
+        return self;
+      },
+      static_cast<PyObject*>(nullptr));
+}
+
+void item_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<ItemObject*>(self)->value.~PyItem();
+  type->tp_free(self);
+  Py_DECREF(type);  // a heap type: each instance holds a reference to it
+}
+
+PyObject* item_richcompare(PyObject* self, PyObject* other, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(other, g_item_type)) Py_RETURN_NOTIMPLEMENTED;
+  const Item& a = item(self);
+  const Item& b = item(other);
+  bool eq = a.key() == b.key() && a.value() == b.value() && a.mod_revision() == b.mod_revision() &&
+            a.label_count() == b.label_count() && a.field_count() == b.field_count();
+  for (std::size_t i = 0; eq && i < a.label_count(); ++i) eq = a.label(i) == b.label(i);
+  for (std::size_t i = 0; eq && i < a.field_count(); ++i) eq = a.field(i) == b.field(i);
+  return PyBool_FromLong((op == Py_EQ) == eq);
+}
+
+Py_hash_t item_hash(PyObject* self) {
+  return guarded(
+      [&]() -> Py_hash_t {
+        const Item& it = item(self);
+        return py::hash(py::make_tuple(to_str(it.key()), to_bytes(it.value()), it.mod_revision()));
+      },
+      Py_hash_t{-1});
+}
+
+PyObject* item_repr(PyObject* self) {
+  return guarded(
+      [&]() -> PyObject* {
+        const Item& it = item(self);
+        const std::string text = "Item(key=" + std::string(py::repr(to_str(it.key()))) +
+                                 ", mod_revision=" + std::to_string(it.mod_revision()) + ", value=<" +
+                                 std::to_string(it.value().size()) + " bytes>)";
+        return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+      },
+      static_cast<PyObject*>(nullptr));
+}
+
+PyObject* item_reduce(PyObject* self, PyObject* /*unused*/) {
+  return guarded(
+      [&]() -> PyObject* {
+        const Item& it = item(self);
+        py::tuple args = py::make_tuple(to_str(it.key()), to_bytes(it.value()), it.mod_revision(),
+                                        pairs_to_dict(it, false), pairs_to_dict(it, true));
+        return py::make_tuple(py::handle(reinterpret_cast<PyObject*>(Py_TYPE(self))), args).release().ptr();
+      },
+      static_cast<PyObject*>(nullptr));
+}
+
+int item_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  const std::string_view v = item(self).value();
+  return PyBuffer_FillInfo(view, self, const_cast<char*>(v.data()), static_cast<Py_ssize_t>(v.size()),
+                           /*readonly=*/1, flags);
+}
+
+PyObject* get_key(PyObject* self, void*) {
+  const std::string_view k = item(self).key();
+  return PyUnicode_DecodeUTF8(k.data(), static_cast<Py_ssize_t>(k.size()), "surrogateescape");
+}
+PyObject* get_value(PyObject* self, void*) {
+  const std::string_view v = item(self).value();
+  return PyBytes_FromStringAndSize(v.data(), static_cast<Py_ssize_t>(v.size()));
+}
+PyObject* get_mod_revision(PyObject* self, void*) { return PyLong_FromLongLong(item(self).mod_revision()); }
+PyObject* get_labels(PyObject* self, void*) {
+  return guarded([&]() -> PyObject* { return pairs_to_dict(item(self), false).release().ptr(); },
+                 static_cast<PyObject*>(nullptr));
+}
+PyObject* get_fields(PyObject* self, void*) {
+  return guarded([&]() -> PyObject* { return pairs_to_dict(item(self), true).release().ptr(); },
+                 static_cast<PyObject*>(nullptr));
+}
+PyObject* get_nbytes(PyObject* self, void*) { return PyLong_FromSize_t(item(self).nbytes()); }
+
+PyGetSetDef item_getset[] = {
+    {"key", get_key, nullptr, nullptr, nullptr},
+    {"value", get_value, nullptr, nullptr, nullptr},
+    {"mod_revision", get_mod_revision, nullptr, nullptr, nullptr},
+    {"labels", get_labels, nullptr, nullptr, nullptr},
+    {"fields", get_fields, nullptr, nullptr, nullptr},
+    {"nbytes", get_nbytes, nullptr,
+     "Bytes of memory this item occupies in the engine (header, key, value, maps).", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyMethodDef item_methods[] = {
+    {"__reduce__", item_reduce, METH_NOARGS, nullptr},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyType_Slot item_slots[] = {
+    {Py_tp_doc, const_cast<char*>("Item(key, value, mod_revision=0, labels=None, fields=None)\n--\n\n"
+                                  "An immutable entry. memoryview(item) is the value, zero-copy.")},
+    {Py_tp_new, reinterpret_cast<void*>(item_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(item_dealloc)},
+    {Py_tp_richcompare, reinterpret_cast<void*>(item_richcompare)},
+    {Py_tp_hash, reinterpret_cast<void*>(item_hash)},
+    {Py_tp_repr, reinterpret_cast<void*>(item_repr)},
+    {Py_tp_getset, item_getset},
+    {Py_tp_methods, item_methods},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(item_getbuffer)},
+    {0, nullptr},
+};
+
+PyType_Spec item_spec = {
+    "watchcache._core.Item",
+    sizeof(ItemObject),
+    0,
+    static_cast<unsigned int>(Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE),
+    item_slots,
+};
+
 }  // namespace
 
+PyTypeObject* item_type() noexcept { return g_item_type; }
+
+PyObject* new_item_object(ItemRef ref) noexcept {
+  PyObject* self = g_item_type->tp_alloc(g_item_type, 0);
+  if (!self) return nullptr;
+  new (&reinterpret_cast<ItemObject*>(self)->value) PyItem{std::move(ref)};
+  return self;
+}
+
 void register_item(py::module_& m) {
-  py::class_<PyItem>(m, "Item", py::buffer_protocol())
-      .def(py::init([](py::handle key, py::handle value, py::handle mod_revision, py::handle labels,
-                       py::handle fields) { return PyItem{make_item(key, value, mod_revision, labels, fields)}; }),
-           py::arg("key"), py::arg("value"), py::arg("mod_revision") = 0, py::arg("labels") = py::none(),
-           py::arg("fields") = py::none())
-      .def_buffer([](PyItem& self) {
-        const std::string_view v = self.ref->value();
-        return py::buffer_info(const_cast<char*>(v.data()), 1, py::format_descriptor<unsigned char>::format(), 1,
-                               {static_cast<py::ssize_t>(v.size())}, {1}, /*readonly=*/true);
-      })
-      .def_property_readonly("key", [](const PyItem& self) { return to_str(self.ref->key()); })
-      .def_property_readonly("value", [](const PyItem& self) { return to_bytes(self.ref->value()); })
-      .def_property_readonly("mod_revision", [](const PyItem& self) { return self.ref->mod_revision(); })
-      .def_property_readonly("labels", [](const PyItem& self) { return pairs_to_dict(*self.ref, false); })
-      .def_property_readonly("fields", [](const PyItem& self) { return pairs_to_dict(*self.ref, true); })
-      .def_property_readonly("nbytes", [](const PyItem& self) { return self.ref->nbytes(); })
-      .def("__eq__",
-           [](const PyItem& self, py::handle other) -> py::object {
-             if (!py::isinstance<PyItem>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-             const Item& a = *self.ref;
-             const Item& b = *other.cast<const PyItem&>().ref;
-             bool eq = a.key() == b.key() && a.value() == b.value() && a.mod_revision() == b.mod_revision() &&
-                       a.label_count() == b.label_count() && a.field_count() == b.field_count();
-             for (std::size_t i = 0; eq && i < a.label_count(); ++i) eq = a.label(i) == b.label(i);
-             for (std::size_t i = 0; eq && i < a.field_count(); ++i) eq = a.field(i) == b.field(i);
-             return py::bool_(eq);
-           })
-      .def("__hash__",
-           [](const PyItem& self) {
-             return py::hash(py::make_tuple(to_str(self.ref->key()), to_bytes(self.ref->value()),
-                                            self.ref->mod_revision()));
-           })
-      .def("__repr__",
-           [](const PyItem& self) {
-             return "Item(key=" + std::string(py::repr(to_str(self.ref->key()))) +
-                    ", mod_revision=" + std::to_string(self.ref->mod_revision()) +
-                    ", value=<" + std::to_string(self.ref->value().size()) + " bytes>)";
-           })
-      .def("__reduce__", [](py::handle self) {
-        const PyItem& it = self.cast<const PyItem&>();
-        return py::make_tuple(py::type::handle_of(self),
-                              py::make_tuple(to_str(it.ref->key()), to_bytes(it.ref->value()), it.ref->mod_revision(),
-                                             pairs_to_dict(*it.ref, false), pairs_to_dict(*it.ref, true)));
-      });
+  PyObject* type = PyType_FromSpec(&item_spec);
+  if (!type) throw py::error_already_set();
+  g_item_type = reinterpret_cast<PyTypeObject*>(type);  // the module keeps it alive
+  m.add_object("Item", py::reinterpret_steal<py::object>(type));
 }
 
 }  // namespace watchcache::bindings

@@ -418,7 +418,7 @@ void register_tree(py::module_& m) {
             if (!it) return default_;
             py::bytes value = to_bytes(it->value());
             t.erase(as_key(key));
-            return std::move(value);
+            return value;
           },
           py::arg("key"), py::arg("default") = py::none())
       .def("clear", &Tree::clear)
