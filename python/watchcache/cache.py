@@ -12,7 +12,7 @@ released), so a 300k-object LIST does not stall the loop.
 State per applied event (rv never decreasing)::
 
     tree.swap_item / pop_item          O(log n), path copy after the last snapshot
-    history.append(event)              O(1)
+    history.append(event, previous)    O(1)
     registry.add_tree_snapshot(rv, tree, prune_below=oldest buffered rv if it evicted)
                                        O(1): one snapshot per event, as Kubernetes clones;
                                        snapshots below the history window go with it
@@ -345,20 +345,21 @@ class WatchCache:
                 state = "already in" if previous is not None else "not in"
                 raise self._order_error(event, f"finds the key {state} the cache")
         expected = event.prev_object
-        if expected is not None:
-            if previous is not None and expected.mod_revision != previous.mod_revision:
-                self._undo(key, previous)
-                raise self._order_error(
-                    event,
-                    f"names previous revision {expected.mod_revision} but the cache has "
-                    f"{previous.mod_revision} (an event was missed)",
-                )
-        elif previous is not None:
-            # Watchers replaying history need the previous state to judge selector changes.
-            event = event.with_prev_object(previous)
+        if (
+            expected is not None
+            and previous is not None
+            and expected.mod_revision != previous.mod_revision
+        ):
+            self._undo(key, previous)
+            raise self._order_error(
+                event,
+                f"names previous revision {expected.mod_revision} but the cache has "
+                f"{previous.mod_revision} (an event was missed)",
+            )
         self._latest = None
         history = self._history
-        evicted = history.append(event)
+        # Watchers replaying history need the previous state to judge selector changes.
+        evicted = history.append(event, previous)
         if self.snapshots_enabled:
             # Snapshots below the oldest buffered event go with the events evicted.
             oldest = history.oldest_event_resource_version if evicted else None
@@ -782,7 +783,7 @@ class Watcher:
         self._initial_chunk: deque[Item] = deque()
         self._initial_rv = 0
         self._end_bookmark = False
-        self._backlog: Iterator[Event] | None = None
+        self._backlog: Iterator[tuple[Event, Item | None]] | None = None
         self._bookmarks = opts.allow_watch_bookmarks
         now = cache._clock()
         self._deadline = now + opts.timeout_seconds if opts.timeout_seconds else None
@@ -865,7 +866,7 @@ class Watcher:
             self._floor = max(start_at, cache_rv)
             self._sent_rv = self._floor
         else:
-            backlog = cache._history.events_after(rv)  # raises 410 when too old
+            backlog = cache._history.changes_after(rv)  # raises 410 when too old
             if backlog:
                 self._backlog = iter(backlog)
             self._floor = max(rv, cache_rv)
@@ -894,8 +895,8 @@ class Watcher:
                     return event
                 continue
             if self._backlog is not None:
-                for change in self._backlog:
-                    converted = self._convert(change, change.prev_object)
+                for change, previous in self._backlog:
+                    converted = self._convert(change, previous)
                     if converted is not None:
                         return self._sent(converted)
                 self._backlog = None

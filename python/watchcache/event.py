@@ -70,32 +70,6 @@ class Event:
                 f"prev_object key {self.prev_object.key!r} != object key {self.object.key!r}"
             )
 
-    def with_prev_object(self, prev_object: Item) -> Event:
-        """This event naming ``prev_object`` as the state before it, which the caller
-        guarantees is an item of the same key (the cache's own, found by the write).
-
-        The checks of ``__init__`` are not run again: every other field already passed
-        them. This is the cache's per-event path (the reflector's MODIFIED events carry no
-        previous object), where a frozen dataclass's ``__init__`` costs about 0.9 µs and
-        this about 0.3 µs."""
-        event = _new_object(Event)
-        _set_type(event, self.type)
-        _set_object(event, self.object)
-        _set_prev_object(event, prev_object)
-        _set_resource_version(event, self.resource_version)
-        _set_record_time(event, self.record_time)
-        return event
-
-
-# Event's slot descriptors: they set a field of a frozen Event being built, bypassing the
-# frozen __setattr__ (see Event.with_prev_object).
-_new_object = object.__new__
-_set_type = Event.__dict__["type"].__set__
-_set_object = Event.__dict__["object"].__set__
-_set_prev_object = Event.__dict__["prev_object"].__set__
-_set_resource_version = Event.__dict__["resource_version"].__set__
-_set_record_time = Event.__dict__["record_time"].__set__
-
 
 def with_resource_version(item: Item, resource_version: int) -> Item:
     """A copy of ``item`` whose JSON says ``metadata.resourceVersion: "<rv>"`` and whose mod

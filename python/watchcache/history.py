@@ -35,13 +35,14 @@ accept the list's rv); after that, or when there was never a relist, from the fi
 buffered rv minus one — or the first buffered rv itself when an eviction split the events of
 that rv (a watch from just below it would miss the evicted ones).
 
-Structure: three parallel Python lists (resourceVersions, record times, events) plus a head
-offset; the live part is ``[head:]``. ``append`` is three ``list.append`` calls; eviction
-clears the slot and advances ``head``; when the dead prefix reaches the live length it is
-deleted in one go (O(live), once per ``live`` evictions: amortized O(1)). Why not a ring of
-``capacity`` slots as in Go: the list keeps the resourceVersions contiguous and sorted, so
-``bisect`` with ``lo=head`` finds a watch's start in O(log n) with no wrap-around, and
-capacity changes move nothing. A ``collections.deque`` has no O(1) indexing to search in.
+Structure: four parallel Python lists (resourceVersions, record times, events, and what each
+event's key held before it) plus a head offset; the live part is ``[head:]``. ``append`` is
+four ``list.append`` calls; eviction clears the slot and advances ``head``; when the dead
+prefix reaches the live length it is deleted in one go (O(live), once per ``live``
+evictions: amortized O(1)). Why not a ring of ``capacity`` slots as in Go: the list keeps
+the resourceVersions contiguous and sorted, so ``bisect`` with ``lo=head`` finds a watch's
+start in O(log n) with no wrap-around, and capacity changes move nothing. A
+``collections.deque`` has no O(1) indexing to search in.
 
 Costs: ``append`` O(1) amortized: about 0.1 µs while not full and 0.3 µs full and evicting
 (CPython 3.11, timeit, capacity 100 or 102 400 alike); a shrink drops many events at once,
@@ -61,6 +62,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Final, cast
 
+from watchcache._core import Item
 from watchcache.errors import ExpiredError, InternalError
 from watchcache.event import Event
 
@@ -124,6 +126,7 @@ class EventHistory:
         "_last_rv",
         "_list_rv",
         "_lower",
+        "_previous",
         "_rvs",
         "_times",
         "_upper",
@@ -158,9 +161,11 @@ class EventHistory:
         self._capacity = lower_bound
         self._clock = clock
         # Parallel lists; the live part is [_head:]. Evicted slots of _events hold None.
+        # _previous[i] is what the key held before _events[i] (None for a creation).
         self._rvs: list[int] = []
         self._times: list[float] = []
         self._events: list[Event | None] = []
+        self._previous: list[Item | None] = []
         self._head = 0
         self._list_rv = 0
         # The newest rv seen: the last event's, or the relist's when nothing followed it.
@@ -173,10 +178,13 @@ class EventHistory:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def append(self, event: Event) -> int:
+    def append(self, event: Event, previous: Item | None = None) -> int:
         """Add the newest event, first resizing and evicting as the module note says. An
         event whose ``record_time`` is 0 is aged by the clock's reading now (kept beside it;
-        the event itself is not changed).
+        the event itself is not changed). ``previous`` is what the key held before the
+        event, as the cache found it (None for a creation), kept beside the event for
+        watches that replay it: a new Event naming it would cost more than the rest of
+        this call.
 
         Returns how many events this call evicted (0 usually, 1 when full, more on a
         shrink). Cost: O(1) amortized; a shrink is O(events dropped). Raises ValueError
@@ -194,6 +202,7 @@ class EventHistory:
         self._rvs.append(rv)
         self._times.append(now)
         self._events.append(event)
+        self._previous.append(previous)
         self._last_rv = rv
         return evicted
 
@@ -235,14 +244,18 @@ class EventHistory:
         head = self._head
         end = head + count
         events = self._events
+        previous = self._previous
         if count == 1:
             events[head] = None
+            previous[head] = None
         else:
             events[head:end] = [None] * count
+            previous[head:end] = [None] * count
         self._evicted_since_relist = True
         self._evicted_rv = self._rvs[end - 1]
         if 2 * end >= len(events):
             del events[:end]
+            del previous[:end]
             del self._rvs[:end]
             del self._times[:end]
             self._head = 0
@@ -260,6 +273,7 @@ class EventHistory:
         self._rvs.clear()
         self._times.clear()
         self._events.clear()
+        self._previous.clear()
         self._head = 0
         self._list_rv = list_resource_version
         self._last_rv = list_resource_version
@@ -349,11 +363,20 @@ class EventHistory:
         newer than every event gives ``[]``. O(log n + k). Raises
         ``ExpiredError.too_old_resource_version(rv, oldest_watchable)`` (410) when
         ``resource_version < oldest_watchable``, InternalError when never listed and empty."""
+        return cast("list[Event]", self._events[self._start_after(resource_version) :])
+
+    def changes_after(self, resource_version: int) -> list[tuple[Event, Item | None]]:
+        """:meth:`events_after` with each event's ``previous`` (see :meth:`append`), which a
+        replaying watch needs to judge selector changes. Same cost and errors."""
+        start = self._start_after(resource_version)
+        events = cast("list[Event]", self._events[start:])
+        return list(zip(events, self._previous[start:], strict=True))
+
+    def _start_after(self, resource_version: int) -> int:
         oldest = self.oldest_watchable
         if resource_version < oldest:
             raise ExpiredError.too_old_resource_version(resource_version, oldest)
-        start = bisect.bisect_right(self._rvs, resource_version, self._head)
-        return cast("list[Event]", self._events[start:])
+        return bisect.bisect_right(self._rvs, resource_version, self._head)
 
     # ---- checking ----------------------------------------------------------------------------
 
@@ -373,7 +396,7 @@ class EventHistory:
         )
         require(0 <= size <= self._capacity, f"0 <= len <= capacity ({size}, {self._capacity})")
         require(
-            len(self._rvs) == len(self._times) == len(self._events),
+            len(self._rvs) == len(self._times) == len(self._events) == len(self._previous),
             "parallel lists have one entry per slot",
         )
         require(
@@ -381,7 +404,8 @@ class EventHistory:
             f"dead prefix shorter than the live part (head {self._head}, slots {len(self._rvs)})",
         )
         require(
-            all(e is None for e in self._events[: self._head]),
+            all(e is None for e in self._events[: self._head])
+            and all(p is None for p in self._previous[: self._head]),
             "evicted slots hold no event",
         )
         live_rvs = self._rvs[self._head :]

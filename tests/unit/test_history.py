@@ -115,6 +115,25 @@ def test_once_events_are_evicted_the_oldest_buffered_event_bounds_watches(
         assert [e.resource_version for e in history.events_after(resource_version)] == expected
 
 
+def test_changes_after_pairs_each_event_with_the_previous_object_it_was_appended_with() -> None:
+    # A buffer of 3 taking 6 events: evictions (and a compaction of the dead prefix) must
+    # move the previous objects with their events.
+    history = EventHistory(lower_bound=3, upper_bound=3, clock=FakeClock())
+    history.reset(1)
+    previous = {rv: Item(f"/registry/pods/ns/p{rv}", b"{}", rv - 1) for rv in range(3, 8)}
+    for rv in range(2, 8):
+        history.append(pod_event(rv), previous.get(rv))
+        history.check_invariants()
+    assert [(e.resource_version, p) for e, p in history.changes_after(4)] == [
+        (5, previous[5]),
+        (6, previous[6]),
+        (7, previous[7]),
+    ]
+    assert [(e.resource_version, p) for e, p in history.changes_after(6)] == [(7, previous[7])]
+    with pytest.raises(ExpiredError):
+        history.changes_after(3)
+
+
 def test_before_the_first_relist_an_empty_history_refuses_every_watch_as_uninitialized() -> None:
     history = EventHistory()
     history.check_invariants()
