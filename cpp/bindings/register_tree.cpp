@@ -382,9 +382,8 @@ void register_tree(py::module_& m) {
       .def(
           "pop_item",
           [](Tree& t, py::handle key) -> py::object {
-            ItemRef previous = ItemRef::share(t.get(as_key(key)));
+            ItemRef previous = t.take(as_key(key));
             if (!previous) return py::none();
-            t.erase(as_key(key));
             return py::cast(PyItem{std::move(previous)});
           },
           py::arg("key"))

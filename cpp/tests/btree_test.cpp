@@ -334,6 +334,26 @@ TYPED_TEST(BTreeTest, EraseOfAbsentKeyCopiesNothing) {
   EXPECT_EQ(tree.view().root, snap.view().root);
 }
 
+TYPED_TEST(BTreeTest, TakeHandsBackTheRemovedItemWhileASnapshotStillSeesIt) {
+  constexpr unsigned F = TypeParam::kFanout;
+  TypeParam tree;
+  Model model;
+  fill_random(tree, model, this->universe_, 300, this->rng_);
+  BasicSnapshot<F> snap = tree.snapshot();
+  for (const auto& [key, value] : Model(model)) {
+    const ItemRef removed = tree.take(key);
+    ASSERT_TRUE(removed) << key;
+    EXPECT_EQ(removed->key(), key);
+    EXPECT_EQ(removed.get(), snap.get(key)) << "the same item, not a copy";
+    EXPECT_FALSE(tree.get(key));
+    EXPECT_FALSE(tree.take(key)) << "a second take finds nothing";
+    model.erase(key);
+    if (model.size() % 50 == 0) tree.check_invariants();
+  }
+  EXPECT_EQ(tree.size(), 0u);
+  EXPECT_EQ(snap.size(), 300u);
+}
+
 TYPED_TEST(BTreeTest, AssignSortedRejectsUnsortedOrDuplicateKeysAndLeavesTheTreeUnchanged) {
   TypeParam tree;
   Model model;

@@ -817,8 +817,13 @@ class BasicTree {
   }
 
   // Removes k; returns whether it was present. A missing key copies nothing.
-  bool erase(std::string_view k) {
-    if (!get(k)) return false;
+  bool erase(std::string_view k) { return static_cast<bool>(take(k)); }
+
+  // erase() that also hands back the removed item (empty if k was absent), from the same
+  // lookup: the watch cache needs the previous object of a deletion.
+  ItemRef take(std::string_view k) {
+    ItemRef removed = ItemRef::share(get(k));
+    if (!removed) return removed;
     root_ = make_writable(root_);
     erase_from(root_, k);
     --size_;
@@ -835,7 +840,7 @@ class BasicTree {
       --height_;
     }
     flush_retired();
-    return true;
+    return removed;
   }
 
   void clear() {
