@@ -23,10 +23,9 @@ void register_token(py::module_& m) {
           PyErr_Clear();
           return py::none();
         }
-        const auto token = token::encode({data, static_cast<std::size_t>(size)}, rv);
-        if (!token) return py::none();
+        const std::string token = token::encode({data, static_cast<std::size_t>(size)}, rv);
         return py::reinterpret_steal<py::object>(
-            PyUnicode_FromStringAndSize(token->data(), static_cast<Py_ssize_t>(token->size())));
+            PyUnicode_FromStringAndSize(token.data(), static_cast<Py_ssize_t>(token.size())));
       },
       py::arg("start"), py::arg("resource_version"));
   m.def(

@@ -92,16 +92,18 @@ TEST_F(RenderTest, KindAndApiVersionAreJsonEscaped) {
 
 TEST_F(RenderTest, JsonQuoteEscapesEveryControlCharacter) {
   for (int c = 0; c < 0x20; ++c) {
-    const std::string quoted = detail::json_quote(std::string(1, static_cast<char>(c)));
+    const std::string quoted = json::quote(std::string(1, static_cast<char>(c)));
     ASSERT_GE(quoted.size(), 4u);
     EXPECT_EQ(quoted.front(), '"');
     EXPECT_EQ(quoted.back(), '"');
     EXPECT_EQ(quoted[1], '\\') << "control character " << c << " left raw";
     for (const char ch : quoted) EXPECT_GE(static_cast<unsigned char>(ch), 0x20u);
   }
-  EXPECT_EQ(detail::json_quote(""), "\"\"");
-  EXPECT_EQ(detail::json_quote("plain"), "\"plain\"");
-  EXPECT_EQ(detail::json_quote("\x1b"), "\"\\u001b\"");
+  EXPECT_EQ(json::quote(""), "\"\"");
+  EXPECT_EQ(json::quote("plain"), "\"plain\"");
+  EXPECT_EQ(json::quote("\x1b"), "\"\\u001b\"");
+  // Go's HTML-safe escapes, its JavaScript line terminators, and an invalid byte.
+  EXPECT_EQ(json::quote("<&>\xe2\x80\xa8\xe2\x80\xa9\xff"), R"("\u003c\u0026\u003e\u2028\u2029\ufffd")");
 }
 
 TEST_F(RenderTest, SizeMatchesRenderedLengthForManyShapes) {

@@ -10,7 +10,8 @@
 // rendered through the same core's caches, which is how pages are served. Here it is one
 // pass over the bytes.
 //
-// Only the canonical shape is handled. Anything else (another member order, whitespace,
+// Encoding always writes the canonical shape. Decoding handles only that shape. Anything
+// else (another member order, whitespace,
 // unknown members, CR/LF in the token, invalid UTF-8, lone surrogate escapes) returns
 // nullopt and tokens.py's general decoder, which follows Go's json.Unmarshal to the letter
 // and words the 400 errors, takes over. So this file never decides that a token is bad, and
@@ -23,6 +24,8 @@
 #include <string>
 #include <string_view>
 
+#include "watchcache/json_string.hpp"
+
 namespace watchcache::token {
 
 inline constexpr std::string_view kHead = R"({"v":"meta.k8s.io/v1","rv":)";
@@ -31,32 +34,6 @@ inline constexpr std::string_view kStartMember = R"(,"start":")";
 namespace detail {
 
 inline constexpr char kBase64Url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-inline constexpr char kHex[] = "0123456789abcdef";
-
-// Length of the UTF-8 sequence starting at s[i], or 0 when it is not a valid one (overlong,
-// surrogate, above U+10FFFF, truncated): the rules of Python's strict decoder and Go's.
-inline std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
-  const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = at(i);
-  if (c < 0x80) return 1;
-  const auto cont = [&](std::size_t k) { return k < s.size() && (at(k) & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2)) return 0;
-    const unsigned char c1 = at(i + 1);
-    if (c == 0xE0 && c1 < 0xA0) return 0;  // overlong
-    if (c == 0xED && c1 >= 0xA0) return 0;  // UTF-16 surrogate
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    const unsigned char c1 = at(i + 1);
-    if (c == 0xF0 && c1 < 0x90) return 0;  // overlong
-    if (c == 0xF4 && c1 >= 0x90) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
 
 inline void append_utf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
@@ -74,51 +51,6 @@ inline void append_utf8(std::string& out, std::uint32_t cp) {
     out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
-}
-
-// The JSON string body Go's json.Marshal writes for valid UTF-8 `s` (HTML-safe escapes and
-// U+2028/U+2029 included); false when `s` is not valid UTF-8.
-inline bool append_go_json_string(std::string& out, std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(s, i);
-      if (n == 0) return false;
-      // U+2028 and U+2029 are E2 80 A8 / E2 80 A9: JavaScript line terminators, escaped.
-      if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-          (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
-        out += s[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
-      } else {
-        out.append(s.substr(i, n));
-      }
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '<': case '>': case '&':
-        out += "\\u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 0xF]);
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xF]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  return true;
 }
 
 inline std::string base64url(std::string_view data) {
@@ -206,7 +138,7 @@ inline std::optional<std::string> json_string(std::string_view s, std::size_t& i
     }
     if (c < 0x20) return std::nullopt;
     if (c >= 0x80) {
-      const std::size_t n = utf8_sequence(s, i);
+      const std::size_t n = json::utf8_sequence(s, i);
       if (n == 0) return std::nullopt;
       out.append(s.substr(i, n));
       i += n;
@@ -253,19 +185,19 @@ inline std::optional<std::string> json_string(std::string_view s, std::size_t& i
 
 }  // namespace detail
 
-// The token for `start` (UTF-8, relative to the key prefix) at `rv`, byte for byte what
-// Kubernetes' EncodeContinue writes; nullopt when `start` is not valid UTF-8.
-inline std::optional<std::string> encode(std::string_view start, std::int64_t rv) {
-  std::string json;
-  json.reserve(kHead.size() + 20 + kStartMember.size() + start.size() + 8);
-  json += kHead;
+// The token for `start` (relative to the key prefix) at `rv`, byte for byte what
+// Kubernetes' EncodeContinue writes (an invalid UTF-8 byte becomes the escape \ufffd).
+inline std::string encode(std::string_view start, std::int64_t rv) {
+  std::string text;
+  text.reserve(kHead.size() + 20 + kStartMember.size() + start.size() + 8);
+  text += kHead;
   char digits[24];
   const auto r = std::to_chars(digits, digits + sizeof digits, rv);
-  json.append(digits, r.ptr);
-  json += kStartMember;
-  if (!detail::append_go_json_string(json, start)) return std::nullopt;
-  json += "\"}";
-  return detail::base64url(json);
+  text.append(digits, r.ptr);
+  text += kStartMember;
+  json::append_go_string_body(text, start);
+  text += "\"}";
+  return detail::base64url(text);
 }
 
 struct Decoded {
@@ -276,9 +208,9 @@ struct Decoded {
 // The rv and start of a token in the canonical shape; nullopt for any other token, good or
 // bad (see the file comment). The rv is never 0 and has no leading zeros or plus sign.
 inline std::optional<Decoded> decode(std::string_view token) {
-  const auto json = detail::unbase64url(token);
-  if (!json) return std::nullopt;
-  const std::string_view s = *json;
+  const auto text = detail::unbase64url(token);
+  if (!text) return std::nullopt;
+  const std::string_view s = *text;
   if (!s.starts_with(kHead)) return std::nullopt;
   std::size_t i = kHead.size();
   const std::size_t number_begin = i;

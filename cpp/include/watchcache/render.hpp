@@ -6,7 +6,7 @@
 // metadata.resourceVersion set), so rendering is a measured-size buffer and one memcpy per
 // item: no parsing, no per-item allocation. The caller sizes the output with rendered_size()
 // and renders into memory it owns (the binding renders into a Python bytes object).
-// `metadata` must be a JSON object text; kind and apiVersion are escaped here.
+// `metadata` must be a JSON object text; kind and apiVersion are escaped here, as Go does.
 #pragma once
 
 #include <cstddef>
@@ -16,47 +16,14 @@
 #include <vector>
 
 #include "watchcache/item.hpp"
+#include "watchcache/json_string.hpp"
 
 namespace watchcache {
-
-namespace detail {
-
-// JSON string escaping per RFC 8259: quote, backslash and control characters.
-inline std::string json_quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('"');
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xF]);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-}  // namespace detail
 
 class ListRenderer {
  public:
   ListRenderer(std::string_view kind, std::string_view api_version, std::string_view metadata)
-      : head_("{\"kind\":" + detail::json_quote(kind) + ",\"apiVersion\":" + detail::json_quote(api_version) +
+      : head_("{\"kind\":" + json::quote(kind) + ",\"apiVersion\":" + json::quote(api_version) +
               ",\"metadata\":" + std::string(metadata.empty() ? std::string_view("{}") : metadata) + ",\"items\":[") {}
 
   // Exact size of the body for these items. An empty value renders as `null`.
