@@ -307,7 +307,7 @@ void count_free(void* p, std::size_t) noexcept {
   delete static_cast<int*>(p);
 }
 void count_park(void*, std::size_t) noexcept { ++g_nodes_freed; }
-void discard(void* p) noexcept { delete static_cast<int*>(p); }
+void discard(void* p, std::size_t) noexcept { delete static_cast<int*>(p); }
 constexpr detail::NodeHooks kCountingHooks{&count_free, &count_park, &discard};
 
 class ReclaimDomainTest : public testing::LeakCheckedTest {
@@ -497,7 +497,7 @@ TEST_F(ReclaimDomainTest, FreedNodesAreParkedAndHandedBackBySize) {
   std::vector<detail::ReclaimDomain::Retired> batch = {detail::ReclaimDomain::node(fresh, 4, 4, 64)};
   d.retire(batch, stock);  // born and died now: parked, then handed back with `large`
   EXPECT_EQ(stock[0].nodes, (std::vector<void*>{fresh, large}));
-  for (void* n : stock[0].nodes) discard(n);
+  for (void* n : stock[0].nodes) discard(n, stock[0].bytes);
   // `small` stays parked; the destructor deletes it (the leak check would catch it otherwise).
 }
 
@@ -516,7 +516,7 @@ TEST_F(ReclaimDomainTest, ParkingIsBounded) {
     d.retire(none, stock);
     if (stock[0].nodes.empty()) break;
     handed += stock[0].nodes.size();
-    for (void* p : stock[0].nodes) discard(p);
+    for (void* p : stock[0].nodes) discard(p, stock[0].bytes);
     stock[0].nodes.clear();
   }
   EXPECT_EQ(handed, detail::ReclaimDomain::kParkedPerSize) << "the rest were deleted, not parked";

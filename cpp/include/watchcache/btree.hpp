@@ -71,6 +71,7 @@
 #include <vector>
 
 #include "watchcache/item.hpp"
+#include "watchcache/node_pool.hpp"
 #include "watchcache/reclaim.hpp"
 
 #ifndef WATCHCACHE_FANOUT
@@ -258,12 +259,39 @@ inline void count_node(std::size_t bytes, int sign) noexcept {
   c.bytes.fetch_add(sign * static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
 }
 
+// Node memory comes from the NodePool (node_pool.hpp: why), except in sanitizer builds,
+// where operator new/delete let ASan and TSan follow each node's lifetime.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WATCHCACHE_NODE_POOL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WATCHCACHE_NODE_POOL 0
+#endif
+#endif
+#ifndef WATCHCACHE_NODE_POOL
+#define WATCHCACHE_NODE_POOL 1
+#endif
+
+inline void* new_node_memory(std::size_t bytes) {
+#if WATCHCACHE_NODE_POOL
+  return NodePool::instance().allocate(bytes);
+#else
+  return ::operator new(bytes);
+#endif
+}
+
 // Leaf and Inner are trivially destructible, so a node's memory is all there is to free.
-inline void discard_node(void* p) noexcept { ::operator delete(p); }
+inline void discard_node(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
+#if WATCHCACHE_NODE_POOL
+  NodePool::instance().release(p, bytes);
+#else
+  ::operator delete(p);
+#endif
+}
 inline void park_node(void*, std::size_t bytes) noexcept { count_node(bytes, -1); }
 inline void free_node(void* p, std::size_t bytes) noexcept {
   park_node(p, bytes);
-  discard_node(p);
+  discard_node(p, bytes);
 }
 
 inline constexpr NodeHooks kNodeHooks{&free_node, &park_node, &discard_node};
@@ -755,7 +783,7 @@ class BasicTree {
   ~BasicTree() {
     release_all(detail::kForever);
     for (detail::NodeStock& stock : stock_)
-      for (void* n : stock.nodes) detail::discard_node(n);
+      for (void* n : stock.nodes) detail::discard_node(n, stock.bytes);
   }
 
   std::size_t size() const noexcept { return size_; }
@@ -923,7 +951,7 @@ class BasicTree {
     detail::NodeStock& stock = stock_[std::is_same_v<Kind, Leaf> ? 0 : 1];
     void* mem;
     if (stock.nodes.empty()) {
-      mem = ::operator new(sizeof(Kind));
+      mem = detail::new_node_memory(sizeof(Kind));
     } else {
       mem = stock.nodes.back();
       stock.nodes.pop_back();

@@ -60,7 +60,7 @@ inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::ma
 struct NodeHooks {
   void (*free)(void*, std::size_t bytes) noexcept;  // leaves the live accounting and is deleted
   void (*park)(void*, std::size_t bytes) noexcept;  // leaves the live accounting, memory kept for reuse
-  void (*discard)(void*) noexcept;                  // deletes a parked node
+  void (*discard)(void*, std::size_t bytes) noexcept;  // deletes a parked node
 };
 
 // A writer's stock of parked nodes of one size, refilled by ReclaimDomain::retire().
@@ -80,7 +80,7 @@ class ReclaimDomain {
   ~ReclaimDomain() {
     for (const Retired& r : retired_) free_one(r);
     for (Parked& p : parked_)
-      for (void* n : p.nodes) hooks_.discard(n);
+      for (void* n : p.nodes) hooks_.discard(n, p.bytes);
   }
 
   void pin(std::uint64_t version) {
