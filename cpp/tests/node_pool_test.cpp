@@ -1,7 +1,8 @@
 // Guards NodePool (node_pool.hpp) directly, since sanitizer builds bypass it in the tree:
 // blocks of each size class are distinct, aligned, writable and reused after release; many
 // slabs' worth of allocations work while the helper thread refills; threads allocating and
-// releasing at once never hand out one block twice (run under TSan in make test).
+// releasing at once, with the helper refilling, never hand out one block twice (run under
+// TSan in make test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ constexpr std::size_t kSmall = 704, kLarge = 1024;  // the tree's leaf and inter
 
 TEST(NodePool, BlocksAreDistinctAlignedWritableAndReused) {
   NodePool& pool = NodePool::instance();
+  pool.set_prefault(true);
   std::vector<void*> blocks;
   std::set<std::uintptr_t> seen;
   // More than a few slabs of each size, so slab changes and the helper's reserve are used.
@@ -42,6 +44,7 @@ TEST(NodePool, BlocksAreDistinctAlignedWritableAndReused) {
 
 TEST(NodePool, ConcurrentAllocateAndReleaseNeverShareABlock) {
   NodePool& pool = NodePool::instance();
+  pool.set_prefault(true);  // the helper thread refills while the others allocate
   constexpr std::size_t kThreads = 4;
   constexpr int kRounds = 200, kBatch = 64;
   std::vector<std::thread> threads;

@@ -51,7 +51,15 @@ from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterat
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from watchcache._core import Item, ScanResult, Selector, Snapshot, SnapshotRegistry, Tree
+from watchcache._core import (
+    Item,
+    ScanResult,
+    Selector,
+    Snapshot,
+    SnapshotRegistry,
+    Tree,
+    set_node_prefault,
+)
 from watchcache.errors import (
     BadRequestError,
     ExpiredError,
@@ -202,6 +210,11 @@ class WatchCache:
         self.watch_buffer = watch_buffer
         self.stats = CacheStats()
         self._clock = clock
+        if snapshots:
+            # One snapshot per event: while the history window fills, each event's path copy
+            # is new memory; faulted in ahead by a helper thread, the writer does not wait
+            # for the kernel to zero it (node_pool.hpp).
+            set_node_prefault(True)
         self._tree = Tree()
         self._registry = SnapshotRegistry(snapshot_budget_bytes)
         self._history = EventHistory(

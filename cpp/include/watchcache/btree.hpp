@@ -280,6 +280,15 @@ inline void* new_node_memory(std::size_t bytes) {
 #endif
 }
 
+// See NodePool::set_prefault. Without the pool there is nothing to prefault: false.
+inline bool set_node_prefault([[maybe_unused]] bool on) {
+#if WATCHCACHE_NODE_POOL
+  return NodePool::instance().set_prefault(on);
+#else
+  return false;
+#endif
+}
+
 // Leaf and Inner are trivially destructible, so a node's memory is all there is to free.
 inline void discard_node(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
 #if WATCHCACHE_NODE_POOL

@@ -4,14 +4,21 @@
 // Why: every write after a snapshot copies a root-to-leaf path, and while a history window
 // fills (the first 75 s of a watch cache, or its first 100k events) every copy is new
 // memory, about 4 KB per event. Taking that memory from malloc makes the writer fault in a
-// fresh page per event: 1.4 µs of a 5 µs event on this kind of machine (the kernel zeroes
-// the page; bench/apply_cost.py, window growing vs steady). Here a helper thread maps and
-// touches slabs ahead of the writer, so a node allocation is a pop from a free list or a
-// bump in a slab that is already resident. Nodes freed go back to their size's free list.
+// fresh page per event: 1-1.5 µs of a 5 µs event on this kind of machine (the kernel zeroes
+// the page; bench/apply_cost.py, window growing vs steady). With prefaulting on, a helper
+// thread maps and touches slabs ahead of the writer, so a node allocation is a pop from a
+// free list or a bump in a slab that is already resident. Nodes freed go back to their
+// size's free list. Slabs also spare each node malloc's header (16 B).
+//
+// Prefaulting is off until set_prefault(true): the WatchCache turns it on. A process that
+// has started a thread loses libc's and libstdc++'s single-thread fast paths (malloc's
+// arena locks, atomic shared_ptr counts), which cost a plain Tree 10-20 % per put in the
+// microbenchmarks; a watch cache runs among the event loop's and gRPC's threads anyway.
 //
 // Memory taken from the OS is kept for reuse and never returned (as most allocators keep
 // a heap's high-water mark); the ready reserve is kReadySlabs slabs. Two size classes are
-// expected (leaf, internal node); each has its own list and lock, and any thread may free.
+// expected per fan-out (leaf, internal node); each has its own list and lock, and any
+// thread may free.
 // Sanitizer builds bypass the pool (plain operator new/delete, see btree.hpp) so that ASan
 // still sees every node's lifetime; the pool itself is tested directly. A fork() while
 // another thread holds one of the pool's locks leaves the child unable to allocate nodes,
@@ -37,7 +44,7 @@ class NodePool {
   static constexpr std::size_t kSlabBytes = std::size_t{1} << 20;
   static constexpr std::size_t kReadySlabs = 4;
   static constexpr std::size_t kPage = 4096;
-  static constexpr std::size_t kMaxClasses = 4;
+  static constexpr std::size_t kMaxClasses = 16;  // node sizes: two per fan-out in use
 
   // The process-wide pool. Never destroyed: its helper thread may outlive static
   // destructors, and nodes may be freed during them.
@@ -62,6 +69,24 @@ class NodePool {
     void* p = c.cur;
     c.cur += bytes;
     return p;
+  }
+
+  // Whether a helper thread keeps kReadySlabs slabs faulted in ahead of allocations.
+  // Turning it off stops refills (the helper stays, idle); the slabs it made stay ready.
+  // Returns the previous setting.
+  bool set_prefault(bool on) {
+    bool was = false;
+    {
+      std::lock_guard lock(ready_mu_);
+      was = prefault_;
+      prefault_ = on;
+      if (on && !started_) {
+        started_ = true;
+        std::thread([this] { fill_forever(); }).detach();
+      }
+    }
+    want_.notify_one();
+    return was;
   }
 
   void release(void* p, std::size_t bytes) noexcept {
@@ -109,10 +134,6 @@ class NodePool {
     char* slab = nullptr;
     {
       std::lock_guard lock(ready_mu_);
-      if (!started_) {
-        started_ = true;
-        std::thread([this] { fill_forever(); }).detach();
-      }
       if (!ready_.empty()) {
         slab = ready_.back();
         ready_.pop_back();
@@ -138,7 +159,7 @@ class NodePool {
   void fill_forever() {
     std::unique_lock lock(ready_mu_);
     for (;;) {
-      want_.wait(lock, [this] { return ready_.size() < kReadySlabs; });
+      want_.wait(lock, [this] { return prefault_ && ready_.size() < kReadySlabs; });
       lock.unlock();
       char* slab = nullptr;
       try {
@@ -158,6 +179,7 @@ class NodePool {
   std::condition_variable want_;
   std::vector<char*> ready_;
   bool started_ = false;
+  bool prefault_ = false;
 };
 
 }  // namespace watchcache::detail
