@@ -448,16 +448,10 @@ class _CommonOptions:
     resource_version: str
     label_selector: str
     field_selector: str
+    #: ``resource_version`` as an integer (0 for ``""`` and ``"0"``), parsed on construction.
+    parsed_resource_version: int
     _requirements: _Requirements
     _compiled: _core.Selector | None
-
-    @property
-    def parsed_resource_version(self) -> int:
-        """``resource_version`` as an integer (0 for ``""`` and ``"0"``). O(length).
-
-        Never raises for a constructed object: construction already checked it.
-        """
-        return parse_resource_version(self.resource_version)
 
     @property
     def label_requirements(self) -> tuple[LabelRequirement, ...]:
@@ -512,6 +506,9 @@ class ListOptions(_CommonOptions):
     continue_token: str = ""
     label_selector: str = ""
     field_selector: str = ""
+    parsed_resource_version: int = field(default=0, init=False, repr=False, compare=False)
+    #: The limit as a page size: ``max(limit, 0)``, 0 meaning no limit.
+    page_size: int = field(default=0, init=False, repr=False, compare=False)
     _requirements: _Requirements = field(
         default=_NO_REQUIREMENTS, init=False, repr=False, compare=False
     )
@@ -526,15 +523,13 @@ class ListOptions(_CommonOptions):
         match_text, match = _match_text(self.resource_version_match)
         requirements = _parse_selectors(self.label_selector, self.field_selector)
         _raise_invalid(_list_causes(self.resource_version, match_text, self.continue_token, False))
-        if self.continue_token:
-            if self.resource_version not in ("", "0"):
-                raise BadRequestError(
-                    "specifying resource version is not allowed when using continue"
-                )
-        else:
-            parse_resource_version(self.resource_version)
+        if self.continue_token and self.resource_version not in ("", "0"):
+            raise BadRequestError("specifying resource version is not allowed when using continue")
+        rv = parse_resource_version(self.resource_version)
         assert match is not None  # an unknown value was reported as NotSupported above
         object.__setattr__(self, "resource_version_match", match)
+        object.__setattr__(self, "parsed_resource_version", rv)
+        object.__setattr__(self, "page_size", max(self.limit, 0))
         object.__setattr__(self, "_requirements", requirements)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -550,11 +545,6 @@ class ListOptions(_CommonOptions):
                 self.field_selector,
             ),
         )
-
-    @property
-    def page_size(self) -> int:
-        """The limit as a page size: ``max(limit, 0)``, 0 meaning no limit. O(1)."""
-        return max(self.limit, 0)
 
     def to_query(self) -> dict[str, str]:
         """The query parameters of this request: only members that differ from the
@@ -628,6 +618,7 @@ class WatchOptions(_CommonOptions):
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
     timeout_seconds: int | None = None
+    parsed_resource_version: int = field(default=0, init=False, repr=False, compare=False)
     _requirements: _Requirements = field(
         default=_NO_REQUIREMENTS, init=False, repr=False, compare=False
     )
@@ -645,9 +636,10 @@ class WatchOptions(_CommonOptions):
         match_text, match = _match_text(self.resource_version_match)
         requirements = _parse_selectors(self.label_selector, self.field_selector)
         _raise_invalid(_watch_causes(match_text, self.send_initial_events, "", True))
-        parse_resource_version(self.resource_version)
+        rv = parse_resource_version(self.resource_version)
         assert match is not None  # an unknown value was reported as NotSupported above
         object.__setattr__(self, "resource_version_match", match)
+        object.__setattr__(self, "parsed_resource_version", rv)
         object.__setattr__(self, "_requirements", requirements)
         if self.timeout_seconds == 0:
             object.__setattr__(self, "timeout_seconds", None)
