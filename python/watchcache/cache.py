@@ -53,8 +53,6 @@ from typing import Any, Final
 
 from watchcache._core import (
     Item,
-    ScanResult,
-    Selector,
     Snapshot,
     SnapshotRegistry,
     Tree,
@@ -76,7 +74,7 @@ from watchcache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, Eve
 from watchcache.options import ListOptions, WatchOptions, parse_resource_version
 from watchcache.planner import (
     BackingStore,
-    CacheState,
+    CacheView,
     ListPlan,
     ListResult,
     Source,
@@ -239,6 +237,7 @@ class WatchCache:
         self._waiter_seq = itertools.count()
         self._waiting = 0
         self._wait_listeners: list[Callable[[int], None]] = []
+        self._view: CacheView = _PlannerView(self)
 
     # -----------------------------------------------------------------------------------
     # Introspection
@@ -493,18 +492,6 @@ class WatchCache:
                 raise BadRequestError(f'invalid key: "{prefix}"')
         return prefix
 
-    def _state(self) -> CacheState:
-        store = self.store
-        return CacheState(
-            resource_version=self._rv,
-            ready=self._ready,
-            has_store=store is not None,
-            consistent_reads_supported=store is not None and store.consistent_reads_supported,
-            snapshots_enabled=self.snapshots_enabled,
-            has_snapshot_at_or_below=lambda rv: self._registry.floor(rv) is not None,
-            ignore_limit_for_rv0=self.ignore_limit_for_rv0,
-        )
-
     async def list(self, opts: ListOptions, *, prefix: str | None = None) -> ListResult:
         """Serve a LIST exactly as Kubernetes' cache (+ store) would: see planner.py.
 
@@ -520,14 +507,24 @@ class WatchCache:
         if opts.continue_token:
             token = parse_continue(opts.continue_token)
             start_key = resolve_start(token, key_prefix)
-        state = self._state()
-        plan = plan_list(opts, token, start_key, recursive=True, state=state)
+        plan = plan_list(opts, token, start_key, recursive=True, state=self._view)
+        if plan.reads_now:
+            # No await comes between the plan and the choice of snapshot, so the snapshot
+            # the plan counted on is still there.
+            return await self._read(plan, opts, key_prefix, 0.0)
+        return await self._list_routed(plan, opts, token, key_prefix)
+
+    async def _list_routed(
+        self, plan: ListPlan, opts: ListOptions, token: ContinueToken | None, key_prefix: str
+    ) -> ListResult:
+        """A LIST that waits for freshness, goes to the store or fails, with Kubernetes'
+        fallbacks."""
 
         async def from_store() -> ListResult:
             return await self._list_store(plan, opts, token, key_prefix)
 
         if plan.not_ready:
-            if not_ready_goes_to_store(opts, state):
+            if not_ready_goes_to_store(opts, self._view):
                 return await from_store()
             self._check_ready()
         if plan.source is Source.STORE:
@@ -537,7 +534,7 @@ class WatchCache:
         try:
             result = await self._list_cached(plan, opts, key_prefix)
         except ExpiredError:
-            # A snapshot pruned between planning and reading.
+            # A snapshot pruned while the read waited.
             if self.store is not None and self.snapshots_enabled:
                 return await from_store()
             raise self._expired(plan, opts, key_prefix) from None
@@ -586,7 +583,15 @@ class WatchCache:
             waited = await self.wait_for_rv(await self.store.current_resource_version())
         elif plan.wait_for:
             waited = await self.wait_for_rv(plan.wait_for)
-        self._check_ready()
+        return await self._read(plan, opts, key_prefix, waited)
+
+    async def _read(
+        self, plan: ListPlan, opts: ListOptions, key_prefix: str, waited: float
+    ) -> ListResult:
+        """The page a cache-served plan names, from the snapshot it names. Raises 429 when
+        the cache is not ready, 410 when that snapshot is gone."""
+        if self._stopped or not self._ready:
+            self._check_ready()
         if plan.exact is not None:
             found = self._registry.floor(plan.exact) if self.snapshots_enabled else None
             if found is None:
@@ -595,34 +600,28 @@ class WatchCache:
         else:
             snap, rv = self._newest(), self._rv
         selector = opts.selector()
-        scan = await self._scan(snap, key_prefix, plan.start_key, plan.limit, selector)
+        start_key, limit = plan.start_key, plan.limit
+        # An unfiltered page reads O(limit) items; otherwise the prefix size bounds the work,
+        # and a large scan runs in a worker thread (the GIL is released) to keep the loop free.
+        if (limit and selector is None) or snap.count_prefix(key_prefix) <= THREAD_SCAN_THRESHOLD:
+            scan = snap.scan(key_prefix, start_at=start_key, limit=limit, selector=selector)
+        else:
+            scan = await asyncio.to_thread(
+                snap.scan, key_prefix, start_at=start_key, limit=limit, selector=selector
+            )
         token = ""
         remaining: int | None = None
-        if scan.next_key is not None and scan.last_key is not None:
+        last_key = scan.last_key
+        if last_key is not None and scan.next_key is not None:
             # Encoded against the prefix without its "/", as Kubernetes' cacher does: the
             # start key then begins with "/" (SEMANTICS.md §1.4).
-            token = next_page_token(scan.last_key, key_prefix[:-1], rv)
+            token = next_page_token(last_key, key_prefix[:-1], rv)
             if selector is None:
                 remaining = scan.remaining
-        self.stats.lists[plan.source] = self.stats.lists.get(plan.source, 0) + 1
-        self.stats.list_returned_objects += len(scan)
+        stats = self.stats
+        stats.lists[plan.source] = stats.lists.get(plan.source, 0) + 1
+        stats.list_returned_objects += len(scan)
         return ListResult(scan, rv, token, remaining, plan.source, waited, plan.row)
-
-    async def _scan(
-        self,
-        snap: Snapshot,
-        key_prefix: str,
-        start_key: str | None,
-        limit: int,
-        selector: Selector | None,
-    ) -> ScanResult:
-        def run() -> ScanResult:
-            return snap.scan(key_prefix, start_at=start_key, limit=limit, selector=selector)
-
-        # An unfiltered page reads O(limit) items; otherwise the prefix size bounds the work.
-        if (limit and selector is None) or snap.count_prefix(key_prefix) <= THREAD_SCAN_THRESHOLD:
-            return run()
-        return await asyncio.to_thread(run)
 
     async def _list_store(
         self, plan: ListPlan, opts: ListOptions, token: ContinueToken | None, key_prefix: str
@@ -717,6 +716,44 @@ class WatchCache:
                 event.resource_version, f"it fell {self.watch_buffer} events behind"
             )
         self.stats.events_dispatched += 1
+
+
+class _PlannerView:
+    """The cache as :func:`~watchcache.planner.plan_list` sees it (a ``CacheView``), read
+    live: a LIST builds no state object, and the planner reads only what its row needs."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self, cache: WatchCache) -> None:
+        self._cache = cache
+
+    @property
+    def resource_version(self) -> int:
+        return self._cache._rv
+
+    @property
+    def ready(self) -> bool:
+        return self._cache._ready
+
+    @property
+    def has_store(self) -> bool:
+        return self._cache.store is not None
+
+    @property
+    def consistent_reads_supported(self) -> bool:
+        store = self._cache.store
+        return store is not None and store.consistent_reads_supported
+
+    @property
+    def snapshots_enabled(self) -> bool:
+        return self._cache.snapshots_enabled
+
+    @property
+    def ignore_limit_for_rv0(self) -> bool:
+        return self._cache.ignore_limit_for_rv0
+
+    def has_snapshot_at_or_below(self, rv: int, /) -> bool:
+        return self._cache._registry.floor(rv) is not None
 
 
 class _Conversions:

@@ -5,8 +5,9 @@ Design note
 Policy apart from mechanism: :func:`plan_list` is the whole of Kubernetes' routing for a
 LIST (SEMANTICS.md §2.3, §2.4, Appendix B) as one function whose branches are the table's
 rows, each labelled with the row name so tests can assert one case per row and a served
-read can say why it went where it went. It decides; ``WatchCache.list`` executes. It is
-pure: everything it needs arrives in a :class:`CacheState` the cache fills in O(log s).
+read can say why it went where it went. It decides; ``WatchCache.list`` executes. It has
+no side effects: everything it needs it reads from a :class:`CacheView`, the cache's state
+as the call sees it.
 
 The rows (RVM = resourceVersionMatch, LFCS = snapshots on, CRS = the store can answer
 progress requests, so consistent reads may wait on the cache)::
@@ -36,7 +37,7 @@ would delegate, the request fails as the store would once its history is compact
 
 ``limit`` with ``resourceVersion=0``: Kubernetes' cache ignores it (issue #108003: full list,
 no token, also on continuations). We honour it by default; ``ignore_limit_for_rv0=True``
-in :class:`CacheState` restores Kubernetes' behaviour.
+in the :class:`CacheView` restores Kubernetes' behaviour.
 
 The :class:`BackingStore` protocol is what the store (etcd, issue 4) implements: a LIST
 with the decided revision, its current revision for consistent reads, and whether it
@@ -49,7 +50,7 @@ import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from watchcache import gojson
 from watchcache.errors import ExpiredError
@@ -71,11 +72,51 @@ class Source(enum.StrEnum):
     EXPIRED = "expired"  #: nowhere: no snapshot and no store — fails with 410
 
 
+# Every page goes through the planner, and on Python 3.11 each ``Source.X`` lookup is a
+# descriptor call (~80 ns, far more with cold caches): the rows use these.
+_CACHE: Final = Source.CACHE
+_SNAPSHOT: Final = Source.SNAPSHOT
+_STORE: Final = Source.STORE
+_EXPIRED: Final = Source.EXPIRED
+
+
+class CacheView(Protocol):
+    """What the planner needs to know about the cache and its store, read when it decides.
+    The cache passes a live view of itself (no per-LIST copy); tests pass a CacheState."""
+
+    @property
+    def resource_version(self) -> int:
+        """cacheRV: the highest rv the cache has seen (events or progress)."""
+        ...
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def has_store(self) -> bool: ...
+
+    @property
+    def consistent_reads_supported(self) -> bool:
+        """The store answers progress requests correctly (etcd version safeguard, §4)."""
+        ...
+
+    @property
+    def snapshots_enabled(self) -> bool:
+        """Snapshots are kept and used (KEP-4988 ``ListFromCacheSnapshot``)."""
+        ...
+
+    @property
+    def ignore_limit_for_rv0(self) -> bool: ...
+
+    def has_snapshot_at_or_below(self, rv: int, /) -> bool:
+        """Is there a stored snapshot with rv <= the argument?"""
+        ...
+
+
 @dataclass(slots=True)
 class CacheState:
-    """What the planner needs to know about the cache and its store at one moment.
-    (Not frozen only because frozen dataclasses construct several times slower, and one
-    is built per LIST; nothing mutates it.)"""
+    """A fixed :class:`CacheView`: the cache and its store as of one moment, for tests and
+    for callers planning without a cache."""
 
     resource_version: int  #: cacheRV: the highest rv the cache has seen (events or progress)
     ready: bool = True
@@ -109,6 +150,18 @@ class ListPlan:
     #: Cache route on a cache that is not ready (→ 429 when executed).
     not_ready: bool = False
 
+    @property
+    def reads_now(self) -> bool:
+        """Served from the cache (newest state or a stored snapshot) with nothing to wait
+        for: most pages."""
+        source = self.source
+        return (
+            (source is _SNAPSHOT or source is _CACHE)
+            and not self.wait_for
+            and not self.consistent
+            and not self.not_ready
+        )
+
 
 def plan_list(
     opts: ListOptions,
@@ -116,7 +169,7 @@ def plan_list(
     start_key: str | None,
     *,
     recursive: bool,
-    state: CacheState,
+    state: CacheView,
 ) -> ListPlan:
     """Decide where a validated LIST is served from (the table in the module note).
 
@@ -156,26 +209,26 @@ def plan_list(
     return _cache(state, "C5", limit, start_key, wait_for=rv)
 
 
-def _exact(state: CacheState, n: int, row: str, limit: int, start_key: str | None) -> ListPlan:
+def _exact(state: CacheView, n: int, row: str, limit: int, start_key: str | None) -> ListPlan:
     if n > state.resource_version:
         if not state.has_store or state.consistent_reads_supported:
             return _cache(state, row, limit, start_key, wait_for=n, exact=n)
-        return ListPlan(Source.STORE, row, limit, start_key)
+        return ListPlan(_STORE, row, limit, start_key)
     if state.has_snapshot_at_or_below(n):
-        return ListPlan(Source.SNAPSHOT, row, limit, start_key, exact=n)
+        return ListPlan(_SNAPSHOT, row, limit, start_key, 0, n)  # exact=n
     return _store_or_expired(state, row, limit, start_key)
 
 
-def _consistent(state: CacheState, row: str, limit: int, start_key: str | None) -> ListPlan:
+def _consistent(state: CacheView, row: str, limit: int, start_key: str | None) -> ListPlan:
     if not state.has_store:
         return _cache(state, row, limit, start_key)
     if state.consistent_reads_supported:
         return _cache(state, row, limit, start_key, consistent=True)
-    return ListPlan(Source.STORE, row, limit, start_key)
+    return ListPlan(_STORE, row, limit, start_key)
 
 
 def _cache(
-    state: CacheState,
+    state: CacheView,
     row: str,
     limit: int,
     start_key: str | None,
@@ -184,7 +237,7 @@ def _cache(
     exact: int | None = None,
     consistent: bool = False,
 ) -> ListPlan:
-    source = Source.SNAPSHOT if exact is not None else Source.CACHE
+    source = _SNAPSHOT if exact is not None else _CACHE
     if not state.ready:
         # KEP-4568: an unfiltered page can be cheaply read from the store while the cache
         # (re)initialises; everything else is told to come back later.
@@ -192,13 +245,13 @@ def _cache(
     return ListPlan(source, row, limit, start_key, wait_for, exact, consistent)
 
 
-def _store_or_expired(state: CacheState, row: str, limit: int, start_key: str | None) -> ListPlan:
+def _store_or_expired(state: CacheView, row: str, limit: int, start_key: str | None) -> ListPlan:
     if state.has_store:
-        return ListPlan(Source.STORE, row, limit, start_key)
-    return ListPlan(Source.EXPIRED, row, limit, start_key)
+        return ListPlan(_STORE, row, limit, start_key)
+    return ListPlan(_EXPIRED, row, limit, start_key)
 
 
-def not_ready_goes_to_store(opts: ListOptions, state: CacheState) -> bool:
+def not_ready_goes_to_store(opts: ListOptions, state: CacheView) -> bool:
     """§2.4: a cache-routed LIST on a cache that is not ready is read from the store when
     it has no selector and a limit; otherwise it gets 429."""
     return state.has_store and not opts.has_selector and opts.page_size > 0
