@@ -74,7 +74,6 @@ from watchcache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, Eve
 from watchcache.options import ListOptions, WatchOptions, parse_resource_version
 from watchcache.planner import (
     BackingStore,
-    CacheView,
     ListPlan,
     ListResult,
     Source,
@@ -88,6 +87,9 @@ from watchcache.tokens import ContinueToken, next_page_token, parse_continue
 from watchcache.tokens import start_key as resolve_start
 from watchcache.watchindex import WatcherIndex
 
+# Enum member lookups are descriptor calls on Python 3.11; hot paths use these.
+_CACHE: Final = Source.CACHE
+_SNAPSHOT: Final = Source.SNAPSHOT
 _ADDED: Final = EventType.ADDED
 _DELETED: Final = EventType.DELETED
 
@@ -237,7 +239,6 @@ class WatchCache:
         self._waiter_seq = itertools.count()
         self._waiting = 0
         self._wait_listeners: list[Callable[[int], None]] = []
-        self._view: CacheView = _PlannerView(self)
 
     # -----------------------------------------------------------------------------------
     # Introspection
@@ -268,6 +269,21 @@ class WatchCache:
             and 0 < resource_version <= self._rv
             and self._registry.floor(resource_version) is not None
         )
+
+    @property
+    def has_store(self) -> bool:
+        return self.store is not None
+
+    @property
+    def consistent_reads_supported(self) -> bool:
+        """Consistent reads may wait on this cache: its store answers progress requests
+        correctly (etcd version safeguard). False without a store."""
+        store = self.store
+        return store is not None and store.consistent_reads_supported
+
+    def has_snapshot_at_or_below(self, resource_version: int, /) -> bool:
+        """Is there a stored snapshot with rv <= resource_version? O(log s)."""
+        return self._registry.floor(resource_version) is not None
 
     def __len__(self) -> int:
         return len(self._tree)
@@ -507,10 +523,16 @@ class WatchCache:
         if opts.continue_token:
             token = parse_continue(opts.continue_token)
             start_key = resolve_start(token, key_prefix)
-        plan = plan_list(opts, token, start_key, recursive=True, state=self._view)
-        if plan.reads_now:
-            # No await comes between the plan and the choice of snapshot, so the snapshot
-            # the plan counted on is still there.
+        plan = plan_list(opts, token, start_key, recursive=True, state=self)
+        source = plan.source
+        if (
+            (source is _SNAPSHOT or source is _CACHE)
+            and not plan.wait_for
+            and not plan.consistent
+            and not plan.not_ready
+        ):
+            # Nothing to wait for (most pages): read now. No await comes between the plan
+            # and the choice of snapshot, so the snapshot the plan counted on is still there.
             return await self._read(plan, opts, key_prefix, 0.0)
         return await self._list_routed(plan, opts, token, key_prefix)
 
@@ -524,7 +546,7 @@ class WatchCache:
             return await self._list_store(plan, opts, token, key_prefix)
 
         if plan.not_ready:
-            if not_ready_goes_to_store(opts, self._view):
+            if not_ready_goes_to_store(opts, self):
                 return await from_store()
             self._check_ready()
         if plan.source is Source.STORE:
@@ -716,44 +738,6 @@ class WatchCache:
                 event.resource_version, f"it fell {self.watch_buffer} events behind"
             )
         self.stats.events_dispatched += 1
-
-
-class _PlannerView:
-    """The cache as :func:`~watchcache.planner.plan_list` sees it (a ``CacheView``), read
-    live: a LIST builds no state object, and the planner reads only what its row needs."""
-
-    __slots__ = ("_cache",)
-
-    def __init__(self, cache: WatchCache) -> None:
-        self._cache = cache
-
-    @property
-    def resource_version(self) -> int:
-        return self._cache._rv
-
-    @property
-    def ready(self) -> bool:
-        return self._cache._ready
-
-    @property
-    def has_store(self) -> bool:
-        return self._cache.store is not None
-
-    @property
-    def consistent_reads_supported(self) -> bool:
-        store = self._cache.store
-        return store is not None and store.consistent_reads_supported
-
-    @property
-    def snapshots_enabled(self) -> bool:
-        return self._cache.snapshots_enabled
-
-    @property
-    def ignore_limit_for_rv0(self) -> bool:
-        return self._cache.ignore_limit_for_rv0
-
-    def has_snapshot_at_or_below(self, rv: int, /) -> bool:
-        return self._cache._registry.floor(rv) is not None
 
 
 class _Conversions:

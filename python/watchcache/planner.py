@@ -82,7 +82,7 @@ _EXPIRED: Final = Source.EXPIRED
 
 class CacheView(Protocol):
     """What the planner needs to know about the cache and its store, read when it decides.
-    The cache passes a live view of itself (no per-LIST copy); tests pass a CacheState."""
+    A WatchCache is one (it is read live: no per-LIST copy); tests pass a CacheState."""
 
     @property
     def resource_version(self) -> int:
@@ -150,18 +150,6 @@ class ListPlan:
     #: Cache route on a cache that is not ready (→ 429 when executed).
     not_ready: bool = False
 
-    @property
-    def reads_now(self) -> bool:
-        """Served from the cache (newest state or a stored snapshot) with nothing to wait
-        for: most pages."""
-        source = self.source
-        return (
-            (source is _SNAPSHOT or source is _CACHE)
-            and not self.wait_for
-            and not self.consistent
-            and not self.not_ready
-        )
-
 
 def plan_list(
     opts: ListOptions,
@@ -177,7 +165,7 @@ def plan_list(
     request's key prefix (both None without a continue). O(1) plus one snapshot lookup.
     """
     limit = opts.page_size
-    if state.ignore_limit_for_rv0 and opts.resource_version == "0":
+    if opts.resource_version == "0" and state.ignore_limit_for_rv0:
         limit = 0
     rv = opts.parsed_resource_version
     snapshots = state.snapshots_enabled and recursive

@@ -172,3 +172,20 @@ async def test_watch_list_needs_progress_support() -> None:
         await cache.watch(opts)
     assert info.value.message == f"Internal error occurred: {WATCH_LIST_UNSUPPORTED}"
     assert info.value.code == 500
+
+
+async def test_the_planner_reads_the_cache_live() -> None:
+    """The cache is the planner's CacheView: what it reports follows the store and the
+    registry at the moment of each LIST, not a copy taken earlier."""
+    store = VersionedStore(consistent_reads_supported=False)
+    cache = setup(store)
+    assert (cache.has_store, cache.consistent_reads_supported) == (True, False)
+    assert cache.has_snapshot_at_or_below(10) and cache.has_snapshot_at_or_below(11)
+    assert not cache.has_snapshot_at_or_below(9)
+    assert (await cache.list(ListOptions())).source is Source.STORE
+    store.consistent_reads_supported = True
+    assert (cache.has_store, cache.consistent_reads_supported) == (True, True)
+    assert (await cache.list(ListOptions())).source is Source.CACHE
+    bare = WatchCache(PREFIX, kind="Pod")
+    assert not bare.has_store and not bare.consistent_reads_supported
+    assert not bare.has_snapshot_at_or_below(10)
