@@ -83,8 +83,7 @@ from watchcache.planner import (
     plan_list,
     store_revision,
 )
-from watchcache.tokens import ContinueToken, next_page_token, parse_continue
-from watchcache.tokens import start_key as resolve_start
+from watchcache.tokens import decode_continue, next_page_token
 from watchcache.watchindex import WatcherIndex
 
 # Enum member lookups are descriptor calls on Python 3.11; hot paths use these.
@@ -517,13 +516,12 @@ class WatchCache:
         400 (bad continue token or prefix), 410, 429, 504. Cost: O(log n + page) for a
         page; a full scan of a large prefix runs in a worker thread.
         """
-        key_prefix = self.request_prefix(prefix)
-        token: ContinueToken | None = None
+        key_prefix = self.prefix if prefix is None else self.request_prefix(prefix)
+        continue_rv: int | None = None
         start_key: str | None = None
         if opts.continue_token:
-            token = parse_continue(opts.continue_token)
-            start_key = resolve_start(token, key_prefix)
-        plan = plan_list(opts, token, start_key, recursive=True, state=self)
+            start_key, continue_rv = decode_continue(opts.continue_token, key_prefix)
+        plan = plan_list(opts, continue_rv, start_key, recursive=True, state=self)
         source = plan.source
         if (
             (source is _SNAPSHOT or source is _CACHE)
@@ -534,16 +532,16 @@ class WatchCache:
             # Nothing to wait for (most pages): read now. No await comes between the plan
             # and the choice of snapshot, so the snapshot the plan counted on is still there.
             return await self._read(plan, opts, key_prefix, 0.0)
-        return await self._list_routed(plan, opts, token, key_prefix)
+        return await self._list_routed(plan, opts, continue_rv, key_prefix)
 
     async def _list_routed(
-        self, plan: ListPlan, opts: ListOptions, token: ContinueToken | None, key_prefix: str
+        self, plan: ListPlan, opts: ListOptions, continue_rv: int | None, key_prefix: str
     ) -> ListResult:
         """A LIST that waits for freshness, goes to the store or fails, with Kubernetes'
         fallbacks."""
 
         async def from_store() -> ListResult:
-            return await self._list_store(plan, opts, token, key_prefix)
+            return await self._list_store(plan, opts, continue_rv, key_prefix)
 
         if plan.not_ready:
             if not_ready_goes_to_store(opts, self):
@@ -646,12 +644,12 @@ class WatchCache:
         return ListResult(scan, rv, token, remaining, plan.source, waited, plan.row)
 
     async def _list_store(
-        self, plan: ListPlan, opts: ListOptions, token: ContinueToken | None, key_prefix: str
+        self, plan: ListPlan, opts: ListOptions, continue_rv: int | None, key_prefix: str
     ) -> ListResult:
         store = self.store
         if store is None:
             raise self._expired(plan, opts, key_prefix)
-        revision, minimum = store_revision(opts, token)
+        revision, minimum = store_revision(opts, continue_rv)
         request = StoreListRequest(
             key_prefix=key_prefix,
             token_prefix=key_prefix[:-1],

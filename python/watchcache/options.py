@@ -475,7 +475,8 @@ class _CommonOptions:
         Compiled on the first call (O(selector length)) and kept: later calls return the
         same immutable object. Never raises for a constructed object.
         """
-        if not self.has_selector:
+        labels, fields = self._requirements
+        if not (labels or fields):
             return None
         compiled = self._compiled
         if compiled is None:

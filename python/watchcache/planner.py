@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from watchcache import gojson
 from watchcache.errors import ExpiredError
 from watchcache.options import ListOptions
-from watchcache.tokens import ContinueToken, encode_continue
+from watchcache.tokens import encode_continue
 
 _BASE64URL = re.compile("[A-Za-z0-9_-]+")
 
@@ -153,7 +153,7 @@ class ListPlan:
 
 def plan_list(
     opts: ListOptions,
-    token: ContinueToken | None,
+    continue_rv: int | None,
     start_key: str | None,
     *,
     recursive: bool,
@@ -161,8 +161,9 @@ def plan_list(
 ) -> ListPlan:
     """Decide where a validated LIST is served from (the table in the module note).
 
-    ``token`` and ``start_key`` come from decoding ``opts.continue_token`` against the
-    request's key prefix (both None without a continue). O(1) plus one snapshot lookup.
+    ``continue_rv`` and ``start_key`` come from decoding ``opts.continue_token`` against the
+    request's key prefix (:func:`~watchcache.tokens.decode_continue`; both None without a
+    continue). O(1) plus one snapshot lookup.
     """
     limit = opts.page_size
     if opts.resource_version == "0" and state.ignore_limit_for_rv0:
@@ -179,12 +180,12 @@ def plan_list(
         return _exact(state, rv, "A", limit, start_key)
     if match_ == "NotOlderThan":
         return _cache(state, "B", limit, start_key, wait_for=rv)
-    if token is not None:
+    if continue_rv is not None:
         if not snapshots:
-            row = "C1'" if not recursive else ("C1a" if token.resource_version > 0 else "C1b")
+            row = "C1'" if not recursive else ("C1a" if continue_rv > 0 else "C1b")
             return _store_or_expired(state, row, limit, start_key)
-        if token.resource_version > 0:
-            return _exact(state, token.resource_version, "C1a", limit, start_key)
+        if continue_rv > 0:
+            return _exact(state, continue_rv, "C1a", limit, start_key)
         return _consistent(state, "C1b", limit, start_key)
     if limit > 0 and rv > 0:
         if not snapshots:
@@ -245,13 +246,14 @@ def not_ready_goes_to_store(opts: ListOptions, state: CacheView) -> bool:
     return state.has_store and not opts.has_selector and opts.page_size > 0
 
 
-def store_revision(opts: ListOptions, token: ContinueToken | None) -> tuple[int, int]:
+def store_revision(opts: ListOptions, continue_rv: int | None) -> tuple[int, int]:
     """``(revision, minimum)`` for a LIST the store serves (SEMANTICS.md §6.2): a pinned
     revision for continuations (0 = latest for an ``rv: -1`` token), Exact and legacy
-    exact (RV + limit); otherwise the latest revision, which must be at least RV."""
+    exact (RV + limit); otherwise the latest revision, which must be at least RV.
+    ``continue_rv``: the continue token's rv, None without a continue."""
     rv = opts.parsed_resource_version
-    if token is not None:
-        return max(token.resource_version, 0), 0
+    if continue_rv is not None:
+        return max(continue_rv, 0), 0
     match_ = opts.resource_version_match
     if match_ == "Exact" or (match_ == "" and rv > 0 and opts.page_size > 0):
         return rv, 0

@@ -136,6 +136,17 @@ def next_page_token(last_key: str, key_prefix: str, resource_version: int) -> st
     """The token for the page after ``last_key``: it starts at ``last_key + "\\x00"``, the
     smallest key greater than ``last_key``. Same errors and cost as :func:`encode_continue`.
     """
+    # Every page with a next one comes through here: the usual case goes straight to the
+    # native encoder; encode_continue is the general path and owns the errors.
+    if (
+        type(resource_version) is int
+        and key_prefix
+        and last_key.startswith(key_prefix)
+        and _INT64_MIN <= resource_version <= _INT64_MAX
+    ):
+        token = _core.encode_continue_token(last_key[len(key_prefix) :] + "\x00", resource_version)
+        if token is not None:
+            return token
     return encode_continue(last_key + "\x00", key_prefix, resource_version)
 
 
@@ -177,18 +188,18 @@ def decode_continue(token: str, key_prefix: str) -> tuple[str, int]:
     prefix it was minted with. ``start: "/"`` lists from ``key_prefix`` itself. TypeError
     for a non-str token. O(len(token)).
     """
-    parsed = parse_continue(token)
-    return start_key(parsed, key_prefix), parsed.resource_version
-
-
-def start_key(parsed: ContinueToken, key_prefix: str) -> str:
-    """The traversal check and prefix join of :func:`decode_continue`, for a token already
-    parsed (so a caller that needs the token's rv too parses it once). Raises
-    ContinueTokenError. O(len(start))."""
-    path = parsed.start if parsed.start.startswith("/") else "/" + parsed.start
+    # Every continued page comes through here: the canonical shape goes without a
+    # ContinueToken or a call per check (parse_continue is the general path, and the judge).
+    canonical = _core.decode_continue_token(token) if isinstance(token, str) else None
+    if canonical is not None and canonical[1]:
+        resource_version, start = canonical
+    else:
+        parsed = parse_continue(token)
+        resource_version, start = parsed.resource_version, parsed.start
+    path = start if start.startswith("/") else "/" + start
     if not _is_clean_rooted(path):
-        raise ContinueTokenError(parsed.start)
-    return key_prefix + path[1:]
+        raise ContinueTokenError(start)
+    return key_prefix + path[1:], resource_version
 
 
 # ---------------------------------------------------------------------------------------------

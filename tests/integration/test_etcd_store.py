@@ -125,9 +125,10 @@ async def compact_everything(client: EtcdClient) -> int:
 
 def store_request(opts: ListOptions, prefix: str = PREFIX) -> StoreListRequest:
     """The request WatchCache hands the store for ``opts`` (as ``_list_store`` builds it)."""
-    token = parse_continue(opts.continue_token) if opts.continue_token else None
-    start = decode_continue(opts.continue_token, prefix)[0] if token is not None else None
-    revision, minimum = store_revision(opts, token)
+    start, continue_rv = (
+        decode_continue(opts.continue_token, prefix) if opts.continue_token else (None, None)
+    )
+    revision, minimum = store_revision(opts, continue_rv)
     return StoreListRequest(
         key_prefix=prefix,
         token_prefix=prefix[:-1],

@@ -24,7 +24,6 @@ from watchcache.planner import (
     plan_list,
     store_revision,
 )
-from watchcache.tokens import ContinueToken
 
 START = "/registry/pods/ns/b\x00"
 
@@ -152,9 +151,8 @@ TABLE: dict[str, Row] = {
 
 @pytest.mark.parametrize("case", TABLE.values(), ids=TABLE.keys())
 def test_plan_list_follows_the_kubernetes_table(case: Row) -> None:
-    token = None if case.token_rv is None else ContinueToken(case.token_rv, "/b\x00")
-    start = None if token is None else START
-    plan = plan_list(case.opts, token, start, recursive=True, state=case.state)
+    start = None if case.token_rv is None else START
+    plan = plan_list(case.opts, case.token_rv, start, recursive=True, state=case.state)
     assert plan == ListPlan(
         source=case.source,
         row=case.row,
@@ -175,8 +173,7 @@ def test_plan_list_kubernetes_compat_ignores_limit_for_rv0() -> None:
     state = replace(BASE, ignore_limit_for_rv0=True)
     assert plan_list(opts("0", limit=1), None, None, recursive=True, state=state).limit == 0
     # ... on continuations too (issue #108003's second face)
-    token = ContinueToken(100, "/b\x00")
-    plan = plan_list(opts("0", limit=1, cont=CONT), token, START, recursive=True, state=state)
+    plan = plan_list(opts("0", limit=1, cont=CONT), 100, START, recursive=True, state=state)
     assert plan.limit == 0
     # ... and only for "0"
     assert plan_list(opts("", limit=1), None, None, recursive=True, state=state).limit == 1
@@ -229,8 +226,7 @@ def test_not_ready_cache_sends_unfiltered_pages_to_the_store(
 def test_store_revision_follows_the_etcd_table(
     options: ListOptions, token_rv: int | None, expected: tuple[int, int]
 ) -> None:
-    token = None if token_rv is None else ContinueToken(token_rv, "/b\x00")
-    assert store_revision(options, token) == expected
+    assert store_revision(options, token_rv) == expected
 
 
 @given(

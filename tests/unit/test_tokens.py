@@ -14,6 +14,7 @@ import base64
 import json
 import pickle
 import posixpath
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -811,3 +812,25 @@ def test_native_functions_decline_wrong_types() -> None:
     assert _core.encode_continue_token("a", True) is None
     assert _core.encode_continue_token("a", 2**64) is None
     assert _core.decode_continue_token(b"abcd") is None
+
+
+def _outcome(fn: Callable[[], str]) -> tuple[str, str]:
+    try:
+        return ("token", fn())
+    except (TypeError, ValueError) as err:
+        return (type(err).__name__, str(err))
+
+
+@given(
+    last_key=st.text(max_size=40),
+    key_prefix=st.text(max_size=10),
+    resource_version=st.one_of(st.integers(-(2**64), 2**64), st.booleans()),
+)
+def test_next_page_token_is_encode_continue_of_the_next_key(
+    last_key: str, key_prefix: str, resource_version: int
+) -> None:
+    # next_page_token has its own fast path; it must answer (or fail) exactly as the
+    # general encoder does for the key right after last_key.
+    assert _outcome(lambda: next_page_token(last_key, key_prefix, resource_version)) == _outcome(
+        lambda: encode_continue(last_key + "\x00", key_prefix, resource_version)
+    )
