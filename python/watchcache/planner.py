@@ -47,7 +47,7 @@ supports progress requests. :class:`ListResult` is what both the cache and the s
 from __future__ import annotations
 
 import enum
-import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
@@ -57,7 +57,8 @@ from watchcache.errors import ExpiredError
 from watchcache.options import ListOptions
 from watchcache.tokens import encode_continue
 
-_BASE64URL = re.compile("[A-Za-z0-9_-]+")
+# The base64url alphabet: a token made only of these needs no JSON escaping.
+_BASE64URL = string.ascii_letters + string.digits + "-_"
 
 if TYPE_CHECKING:
     from watchcache._core import Item, ScanResult, Selector
@@ -308,7 +309,9 @@ class ListResult:
         """:meth:`metadata` as Go writes it. Tokens minted here are base64url, which JSON
         never escapes, so the usual page skips the general encoder (3 µs of a page)."""
         token = self.continue_token
-        if token and not _BASE64URL.fullmatch(token):
+        # str.strip with the alphabet leaves nothing of a base64url token: one C call,
+        # where a regex match would run the (cold) regex engine on every page.
+        if token and token.strip(_BASE64URL):
             return gojson.dumpb(self.metadata())
         text = f'{{"resourceVersion":"{self.resource_version}"'
         if token:
