@@ -73,6 +73,14 @@ void register_registry(py::module_& m) {
       .def(
           "floor", [](const SnapshotRegistry& r, py::handle rv) { return entry_or_none(r.floor(as_rv(rv))); },
           py::arg("resource_version"))
+      .def(
+          "floor_resource_version",
+          [](const SnapshotRegistry& r, py::handle rv) -> py::object {
+            const auto found = r.floor_resource_version(as_rv(rv));
+            if (!found) return py::none();
+            return py::int_(*found);
+          },
+          py::arg("resource_version"))
       .def("latest", [](const SnapshotRegistry& r) { return entry_or_none(r.latest()); })
       .def("oldest", [](const SnapshotRegistry& r) { return entry_or_none(r.oldest()); })
       .def(

@@ -1,7 +1,8 @@
 // Guards SnapshotRegistry (registry.hpp): non-decreasing positive resource versions,
-// exact and floor lookups, latest/oldest, pruning, budget eviction (oldest first, never the
-// newest), pinned-byte accounting read from the reclamation domains, and usage() splitting
-// each snapshot's bytes into exclusive + shared. Live counters return to their start.
+// exact and floor lookups (with and without taking the snapshot), latest/oldest, pruning,
+// budget eviction (oldest first, never the newest), pinned-byte accounting read from the
+// reclamation domains, and usage() splitting each snapshot's bytes into exclusive +
+// shared. Live counters return to their start.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -83,6 +84,11 @@ TEST_F(RegistryTest, GetIsExactAndFloorFindsTheNewestAtOrBelow) {
   EXPECT_EQ(tag(reg.floor(25)->second), "20");
   EXPECT_EQ(reg.floor(30)->first, 30);
   EXPECT_EQ(reg.floor(1'000'000)->first, 30);
+  for (const std::int64_t rv : {0, 9, 10, 15, 20, 25, 30, 1'000'000}) {
+    const auto entry = reg.floor(rv);
+    EXPECT_EQ(reg.floor_resource_version(rv), entry ? std::optional<std::int64_t>(entry->first) : std::nullopt)
+        << "rv " << rv;
+  }
 
   EXPECT_EQ(reg.latest()->first, 30);
   EXPECT_EQ(tag(reg.latest()->second), "30");

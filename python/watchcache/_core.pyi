@@ -256,6 +256,9 @@ class SnapshotRegistry:
         """Exact match only. O(log s)."""
     def floor(self, resource_version: int) -> tuple[int, Snapshot] | None:
         """The newest snapshot with rv <= resource_version."""
+    def floor_resource_version(self, resource_version: int) -> int | None:
+        """The rv :meth:`floor` would return, without taking a Snapshot (cheaper: use it to
+        ask whether a snapshot at or below an rv exists)."""
     def latest(self) -> tuple[int, Snapshot] | None: ...
     def oldest(self) -> tuple[int, Snapshot] | None: ...
     def prune_below(self, resource_version: int) -> int:

@@ -266,7 +266,7 @@ class WatchCache:
             self._ready
             and self.snapshots_enabled
             and 0 < resource_version <= self._rv
-            and self._registry.floor(resource_version) is not None
+            and self._registry.floor_resource_version(resource_version) is not None
         )
 
     @property
@@ -282,7 +282,7 @@ class WatchCache:
 
     def has_snapshot_at_or_below(self, resource_version: int, /) -> bool:
         """Is there a stored snapshot with rv <= resource_version? O(log s)."""
-        return self._registry.floor(resource_version) is not None
+        return self._registry.floor_resource_version(resource_version) is not None
 
     def __len__(self) -> int:
         return len(self._tree)

@@ -584,9 +584,9 @@ class RegistryMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def floor(self, data: st.DataObject) -> None:
         rv = data.draw(st.integers(0, self.highest_ever + 2), label="rv")
-        self.expect_pair(
-            self.registry.floor(rv), max((r for r in self.model if r <= rv), default=None)
-        )
+        wanted = max((r for r in self.model if r <= rv), default=None)
+        self.expect_pair(self.registry.floor(rv), wanted)
+        assert self.registry.floor_resource_version(rv) == wanted
 
     @rule()
     def latest_and_oldest(self) -> None:

@@ -466,6 +466,8 @@ def test_registry_lookups_with_a_foreign_type_do_not_match() -> None:
         registry.get(bad)
     with pytest.raises(TypeError):
         registry.floor(bad)
+    with pytest.raises(TypeError):
+        registry.floor_resource_version(bad)
 
 
 # ---- nothing crashes -----------------------------------------------------------------------

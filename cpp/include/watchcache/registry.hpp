@@ -82,6 +82,16 @@ class BasicSnapshotRegistry {
     return *std::prev(it);
   }
 
+  // floor(rv)'s rv alone: answers "is there a snapshot at or below rv" without copying one
+  // (a copy pins its version in the reclaim domain, under that domain's lock).
+  std::optional<std::int64_t> floor_resource_version(std::int64_t rv) const {
+    std::lock_guard lock(mu_);
+    auto it = std::upper_bound(entries_.begin(), entries_.end(), rv,
+                               [](std::int64_t v, const Entry& e) { return v < e.first; });
+    if (it == entries_.begin()) return std::nullopt;
+    return std::prev(it)->first;
+  }
+
   std::optional<Entry> latest() const {
     std::lock_guard lock(mu_);
     if (entries_.empty()) return std::nullopt;
@@ -112,7 +122,11 @@ class BasicSnapshotRegistry {
     std::lock_guard lock(mu_);
     return entries_.size();
   }
-  bool contains(std::int64_t rv) const { return get(rv).has_value(); }
+  bool contains(std::int64_t rv) const {
+    std::lock_guard lock(mu_);
+    auto it = lower(rv);
+    return it != entries_.end() && it->first == rv;
+  }
   std::vector<std::int64_t> resource_versions() const {
     std::lock_guard lock(mu_);
     std::vector<std::int64_t> out;
