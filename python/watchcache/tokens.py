@@ -159,10 +159,16 @@ def parse_continue(token: str) -> ContinueToken:
     ContinueTokenError. O(len(token)).
     """
     if not isinstance(token, str):
-        raise TypeError(f"continue token must be str, not {type(token).__name__}")
+        raise _not_a_str(token)
     canonical = _core.decode_continue_token(token)
     if canonical is not None and canonical[1]:
         return ContinueToken(*canonical)
+    return _parse_general(token)
+
+
+def _parse_general(token: str) -> ContinueToken:
+    """:func:`parse_continue` for a token the native decoder does not take: every shape Go
+    accepts, and the judge of every error."""
     version, resource_version, start = _unmarshal(_decode_base64(token))
     if version != CONTINUE_TOKEN_VERSION:
         # Go formats this one with "%w %v": a space, and nothing after it when v is empty.
@@ -174,6 +180,10 @@ def parse_continue(token: str) -> ContinueToken:
     if not start:
         raise ContinueTokenError(f"encoded start key empty (version {CONTINUE_TOKEN_VERSION})")
     return ContinueToken(resource_version, start)
+
+
+def _not_a_str(token: object) -> TypeError:
+    return TypeError(f"continue token must be str, not {type(token).__name__}")
 
 
 def decode_continue(token: str, key_prefix: str) -> tuple[str, int]:
@@ -189,12 +199,14 @@ def decode_continue(token: str, key_prefix: str) -> tuple[str, int]:
     for a non-str token. O(len(token)).
     """
     # Every continued page comes through here: the canonical shape goes without a
-    # ContinueToken or a call per check (parse_continue is the general path, and the judge).
-    canonical = _core.decode_continue_token(token) if isinstance(token, str) else None
+    # ContinueToken or a call per check, as parse_continue's first step.
+    if not isinstance(token, str):
+        raise _not_a_str(token)
+    canonical = _core.decode_continue_token(token)
     if canonical is not None and canonical[1]:
         resource_version, start = canonical
     else:
-        parsed = parse_continue(token)
+        parsed = _parse_general(token)
         resource_version, start = parsed.resource_version, parsed.start
     path = start if start.startswith("/") else "/" + start
     if not _is_clean_rooted(path):
