@@ -8,6 +8,7 @@ bounded by ``asyncio.wait_for``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -492,10 +493,15 @@ async def test_a_frozen_preferred_member_costs_one_deadline_then_calls_go_elsewh
         assert victim.pid is not None
         os.kill(victim.pid, signal.SIGSTOP)
         try:
-            # The frozen member accepts the call and never answers: this one call fails at
-            # its deadline, as it would against any silent server...
-            with pytest.raises(EtcdUnavailableError):
+            # The frozen member accepts the call and never answers: this one call waits out
+            # its deadline there, as it would against any silent server. It usually fails;
+            # when gRPC's timer fires a hair before the call's own deadline, the sliver left
+            # may still reach another member, which is failover working, not a wait saved.
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with contextlib.suppress(EtcdUnavailableError):
                 await client.range(b"/frozen", serializable=True, timeout=1.0)
+            assert loop.time() - started >= 0.9
             # ...and the next ones start on another member instead of waiting again.
             assert client.endpoint_order()[0] != follower
             for _ in range(3):
