@@ -495,8 +495,9 @@ async def test_a_frozen_preferred_member_costs_one_deadline_then_calls_go_elsewh
         try:
             # The frozen member accepts the call and never answers: this one call waits out
             # its deadline there, as it would against any silent server. It usually fails;
-            # when gRPC's timer fires a hair before the call's own deadline, the sliver left
-            # may still reach another member, which is failover working, not a wait saved.
+            # if the attempt on the frozen member ends a hair before the call's deadline, the
+            # retry loop may spend the sliver left on a healthy member: failover working, not
+            # a wait saved. Either way the call must have waited about one deadline.
             loop = asyncio.get_running_loop()
             started = loop.time()
             with contextlib.suppress(EtcdUnavailableError):
