@@ -118,15 +118,17 @@ inline std::int64_t as_revision(py::handle h) {
 }
 
 // Mapping[str, str] | None -> pairs viewing the mapping's strings. `keep` holds the items
-// list alive for the views' lifetime.
-inline std::vector<StringPair> as_string_map(py::handle h, const char* what, py::list& keep) {
+// list alive for the views' lifetime (left empty for None: most puts carry no maps, and an
+// empty py::list per map would be two allocations per put).
+inline std::vector<StringPair> as_string_map(py::handle h, const char* what, py::object& keep) {
   std::vector<StringPair> out;
   if (h.is_none()) return out;
   if (!PyDict_Check(h.ptr()) && !py::isinstance(h, py::module_::import("collections.abc").attr("Mapping")))
     throw py::type_error(std::string(what) + " must be a mapping of str to str, not " + type_name(h));
-  keep = py::list(h.attr("items")());
-  out.reserve(keep.size());
-  for (py::handle kv : keep) {
+  py::list items(h.attr("items")());
+  keep = items;
+  out.reserve(items.size());
+  for (py::handle kv : items) {
     auto pair = py::reinterpret_borrow<py::tuple>(kv);
     out.emplace_back(as_key(pair[0], what), as_key(pair[1], what));
   }
@@ -138,7 +140,7 @@ inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, 
   const std::string_view k = as_key(key);
   ValueBuffer v(value);
   const std::int64_t rev = as_revision(revision);
-  py::list keep_labels, keep_fields;
+  py::object keep_labels, keep_fields;
   auto l = as_string_map(labels, "labels", keep_labels);
   auto f = as_string_map(fields, "fields", keep_fields);
   return ItemRef::adopt(Item::create(k, v.view(), rev, std::move(l), std::move(f)));
