@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -65,8 +66,27 @@ inline std::optional<std::string_view> as_optional_key(py::handle h, const char*
   return as_key(h, what);
 }
 
+// A key as a new str (nullptr with a Python error set). Keys are almost always ASCII, and
+// then the str is allocated and copied directly: pages turn hundreds of keys into str, and
+// the UTF-8 decoder's setup costs as much as the copy. Anything else goes to the decoder.
+inline PyObject* new_key_str(std::string_view s) noexcept {
+  std::uint64_t high = 0;
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, s.data() + i, 8);
+    high |= word;
+  }
+  for (; i < s.size(); ++i) high |= static_cast<unsigned char>(s[i]);
+  if (high & 0x8080808080808080ULL)
+    return PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  PyObject* o = PyUnicode_New(static_cast<Py_ssize_t>(s.size()), 127);
+  if (o) std::memcpy(PyUnicode_1BYTE_DATA(o), s.data(), s.size());
+  return o;
+}
+
 inline py::str to_str(std::string_view s) {
-  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  PyObject* o = new_key_str(s);
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
 }
@@ -185,7 +205,7 @@ py::list build_list(const ItemRange& items, ListShape shape) {
     PyObject* k = nullptr;
     PyObject* v = nullptr;
     if (shape != ListShape::Values) {
-      k = PyUnicode_DecodeUTF8(it->key().data(), static_cast<Py_ssize_t>(it->key().size()), "surrogateescape");
+      k = new_key_str(it->key());
     }
     if (shape != ListShape::Keys) {
       v = PyBytes_FromStringAndSize(it->value().data(), static_cast<Py_ssize_t>(it->value().size()));

@@ -127,8 +127,7 @@ int item_getbuffer(PyObject* self, Py_buffer* view, int flags) {
 }
 
 PyObject* get_key(PyObject* self, void*) {
-  const std::string_view k = item(self).key();
-  return PyUnicode_DecodeUTF8(k.data(), static_cast<Py_ssize_t>(k.size()), "surrogateescape");
+  return new_key_str(item(self).key());
 }
 PyObject* get_value(PyObject* self, void*) {
   const std::string_view v = item(self).value();
