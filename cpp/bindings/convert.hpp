@@ -66,10 +66,11 @@ inline std::optional<std::string_view> as_optional_key(py::handle h, const char*
   return as_key(h, what);
 }
 
-// A key as a new str (nullptr with a Python error set). Keys are almost always ASCII, and
-// then the str is allocated and copied directly: pages turn hundreds of keys into str, and
-// the UTF-8 decoder's setup costs as much as the copy. Anything else goes to the decoder.
-inline PyObject* new_key_str(std::string_view s) noexcept {
+// Engine text (a key, a label, a field) as a new str; nullptr with a Python error set. It is
+// almost always ASCII, and then the str is allocated and copied directly: a page turns
+// hundreds of keys into str, and the UTF-8 decoder's setup costs as much as the copy.
+// Anything else goes to the decoder.
+inline PyObject* new_text_str(std::string_view s) noexcept {
   std::uint64_t high = 0;
   std::size_t i = 0;
   for (; i + 8 <= s.size(); i += 8) {
@@ -86,7 +87,7 @@ inline PyObject* new_key_str(std::string_view s) noexcept {
 }
 
 inline py::str to_str(std::string_view s) {
-  PyObject* o = new_key_str(s);
+  PyObject* o = new_text_str(s);
   if (!o) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
 }
@@ -205,7 +206,7 @@ py::list build_list(const ItemRange& items, ListShape shape) {
     PyObject* k = nullptr;
     PyObject* v = nullptr;
     if (shape != ListShape::Values) {
-      k = new_key_str(it->key());
+      k = new_text_str(it->key());
     }
     if (shape != ListShape::Keys) {
       v = PyBytes_FromStringAndSize(it->value().data(), static_cast<Py_ssize_t>(it->value().size()));

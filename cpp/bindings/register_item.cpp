@@ -127,7 +127,7 @@ int item_getbuffer(PyObject* self, Py_buffer* view, int flags) {
 }
 
 PyObject* get_key(PyObject* self, void*) {
-  return new_key_str(item(self).key());
+  return new_text_str(item(self).key());
 }
 PyObject* get_value(PyObject* self, void*) {
   const std::string_view v = item(self).value();

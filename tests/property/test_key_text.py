@@ -1,6 +1,6 @@
 """Property test: a key comes back from the engine as the str it went in as, whichever way
 the binding hands keys back (an Item, a page's keys or items, iteration, ranges), for any
-Unicode text of any length: the ASCII fast path and the UTF-8 decoder must agree."""
+Unicode text of any length: the ASCII fast path (new_text_str) and the UTF-8 decoder must agree."""
 
 from __future__ import annotations
 
