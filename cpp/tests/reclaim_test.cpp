@@ -151,10 +151,10 @@ TEST_F(ReclaimTest, CollectFreesHolesBehindAnOldPinnedSnapshot) {
   tree.collect();
   std::vector<ItemRef> fresh;
   for (std::size_t i = 0; i < 10; ++i) fresh.push_back(ItemRef::share(tree.get("fresh-" + std::to_string(i))));
-  {
-    Snap8 middle = tree.snapshot();
-    for (std::size_t i = 0; i < 10; ++i) tree.put(make_item("fresh-" + std::to_string(i), "second", rev + 1));
-  }
+  std::optional<Snap8> middle = tree.snapshot();
+  for (std::size_t i = 0; i < 10; ++i) tree.put(make_item("fresh-" + std::to_string(i), "second", rev + 1));
+  const Snap8 newer = tree.snapshot();
+  middle.reset();  // neither the oldest pin nor the newest
   for (const auto& f : fresh) EXPECT_EQ(f->refcount(), 2u) << "a hole is kept until collect()";
   const std::size_t before = tree.domain()->retired_bytes();
   const std::size_t freed = tree.collect();
@@ -192,9 +192,26 @@ TEST_F(ReclaimTest, ItemsBornAndReplacedInTheSameVersionAreFreedAtOnce) {
   EXPECT_EQ(y1->refcount(), 2u);
   EXPECT_EQ(saw->get("y"), y1.get());
   saw.reset();
-  EXPECT_EQ(y1->refcount(), 2u) << "y1 is a hole behind the older `pinned`: kept until a collect()";
-  tree.collect();
-  EXPECT_EQ(y1->refcount(), 1u);
+  EXPECT_EQ(y1->refcount(), 1u) << "saw was the newest snapshot: what only it kept goes with it";
+}
+
+TEST_F(ReclaimTest, DroppingTheNewestSnapshotFreesItsWritesBehindAnOlderOne) {
+  Tree8 tree;
+  Model model;
+  fill(tree, model, 1500);
+  const Model old_model = model;
+  const Snap8 old = tree.snapshot();
+  for (std::int64_t rev = 2; rev < 300; ++rev) {
+    {
+      const Snap8 fresh = tree.snapshot();
+      replace_random(tree, model, 2, rev);  // two paths: well inside kNewestScan entries
+    }
+    // Nothing waits for a sweep: what is retired is exactly what the old snapshot reaches.
+    ASSERT_EQ(tree.domain()->retired_bytes(), bytes_only_in<8>(old.view().root, {tree.view().root})) << rev;
+  }
+  EXPECT_EQ(tree.collect(), 0u);
+  ASSERT_TRUE(testing::snapshot_matches<8>(old, old_model, rng_, {}));
+  ASSERT_NO_THROW(tree.check_invariants());
 }
 
 TEST_F(ReclaimTest, SnapshotsOutliveTheirTree) {
@@ -398,21 +415,67 @@ TEST_F(ReclaimDomainTest, HoleBehindAnOldPinWaitsForCollect) {
   detail::ReclaimDomain d(kCountingHooks);
   d.pin(1);
   d.pin(3);
+  d.pin(5);
   ItemRef x = probe("x");
   d.retire_item(x.get(), 2, 4);  // pinned by 3 only
   d.retire_node(new int(2), 1, 4, 100);  // pinned by 1 and 3
-  d.unpin(3);  // not the oldest: x is now a hole
+  d.unpin(3);  // neither the oldest nor the newest: x is now a hole
   EXPECT_EQ(x->refcount(), 2u);
   EXPECT_EQ(d.retired_bytes(), x->nbytes() + 100);
   const auto table = d.exclusive_bytes();
-  ASSERT_EQ(table.size(), 1u);
+  ASSERT_EQ(table.size(), 2u);
   EXPECT_EQ(table[0], (std::pair<std::uint64_t, std::size_t>(1, 100)));
+  EXPECT_EQ(table[1], (std::pair<std::uint64_t, std::size_t>(5, 0)));
   EXPECT_EQ(d.collect(), x->nbytes());
   EXPECT_EQ(x->refcount(), 1u);
   EXPECT_EQ(g_nodes_freed, 0);
   d.unpin(1);
   EXPECT_EQ(g_nodes_freed, 1);
   EXPECT_EQ(d.retired_bytes(), 0u);
+  d.unpin(5);
+}
+
+TEST_F(ReclaimDomainTest, UnpinningTheNewestFreesWhatOnlyItKept) {
+  detail::ReclaimDomain d(kCountingHooks);
+  d.pin(1);
+  d.pin(3);
+  ItemRef before = probe("before"), x = probe("x"), y = probe("y");
+  d.retire_item(before.get(), 0, 3);  // died before 3 was taken: 1 keeps it
+  d.retire_item(x.get(), 2, 4);  // 3 only
+  d.retire_node(new int(1), 1, 4, 100);  // 1 and 3
+  d.retire_item(y.get(), 3, 5);  // 3 only
+  d.unpin(3);
+  EXPECT_EQ(x->refcount(), 1u);
+  EXPECT_EQ(y->refcount(), 1u);
+  EXPECT_EQ(before->refcount(), 2u);
+  EXPECT_EQ(g_nodes_freed, 0);
+  EXPECT_EQ(d.retired_count(), 2u);
+  EXPECT_EQ(d.retired_bytes(), before->nbytes() + 100);
+  // The survivors keep their order by death: unpinning 1 frees both as a prefix.
+  d.unpin(1);
+  EXPECT_EQ(before->refcount(), 1u);
+  EXPECT_EQ(g_nodes_freed, 1);
+  EXPECT_EQ(d.retired_count(), 0u);
+}
+
+TEST_F(ReclaimDomainTest, UnpinningTheNewestLooksAtABoundedTail) {
+  detail::ReclaimDomain d(kCountingHooks);
+  d.pin(1);
+  d.pin(3);
+  const std::size_t n = detail::ReclaimDomain::kNewestScan + 10;
+  std::vector<ItemRef> items;
+  for (std::size_t i = 0; i < n; ++i) {
+    items.push_back(probe("k"));
+    d.retire_item(items.back().get(), 2, 4);  // 3 only
+  }
+  d.unpin(3);
+  for (std::size_t i = 0; i < n; ++i)
+    EXPECT_EQ(items[i]->refcount(), i < 10 ? 2u : 1u) << "the newest kNewestScan go at once, the rest at a sweep";
+  EXPECT_EQ(d.retired_count(), 10u);
+  d.collect();
+  EXPECT_EQ(d.retired_count(), 0u);
+  for (const auto& it : items) EXPECT_EQ(it->refcount(), 1u);
+  d.unpin(1);
 }
 
 TEST_F(ReclaimDomainTest, PinsCountAndMayArriveOutOfOrder) {

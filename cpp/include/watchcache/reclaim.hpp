@@ -24,7 +24,10 @@
 // O(freed). Objects stuck behind an old pin but in no live interval ("holes", e.g. an old
 // snapshot kept while newer ones come and go) are found by a full sweep, which the writer
 // runs when the retired list has doubled since the last sweep, so it is amortized O(log s)
-// per retirement.
+// per retirement. One kind of hole is common enough to free at once: the newest snapshot
+// dropped while an older one lives (a snapshot around each write during a long LIST). All
+// it kept alone was retired after it was taken, so it is the list's tail, still in cache;
+// unpin frees that tail (a bounded stretch of it) right away.
 //
 // Recycling: a write after a snapshot allocates a path of nodes and, once the oldest stored
 // snapshot goes, frees about as many. Nodes are over 1 KB, past glibc's per-thread cache, so
@@ -73,6 +76,7 @@ class ReclaimDomain {
  public:
   static constexpr std::size_t kParkedPerSize = 128;  // bounds the memory parked per size
   static constexpr std::size_t kStockLow = 8, kStockHigh = 32;
+  static constexpr std::size_t kNewestScan = 64;  // bounds the work of one unpin (free_newest_locked)
 
   explicit ReclaimDomain(NodeHooks hooks) noexcept : hooks_(hooks) {}
   ReclaimDomain(const ReclaimDomain&) = delete;
@@ -103,9 +107,12 @@ class ReclaimDomain {
     std::lock_guard lock(mu_);
     auto it = find_pin(version);
     if (it == pins_.end() || it->version != version || it->count == 0) return;  // unreachable
-    if (--it->count == 0) ++zero_pins_;
+    if (--it->count > 0) return;
+    ++zero_pins_;
+    const bool was_newest = std::next(it) == pins_.end();
     drop_zero_pins();
     free_prefix_locked();
+    if (was_newest) free_newest_locked(version);
   }
 
   // An object that left the live tree at version `death` after living since `birth`.
@@ -296,6 +303,30 @@ class ReclaimDomain {
       free_one(retired_.front());
       retired_.pop_front();
     }
+  }
+
+  // After the newest pin `version` went (see "Collection" above). Bounded to kNewestScan
+  // entries so an unpin stays O(1); the rest waits for the sweep as before.
+  void free_newest_locked(std::uint64_t version) noexcept {
+    while (pins_.size() > head_ && pins_.back().count == 0) {
+      pins_.pop_back();
+      --zero_pins_;
+    }
+    std::size_t m = 0;
+    while (m < kNewestScan && m < retired_.size() && retired_[retired_.size() - 1 - m].death > version) ++m;
+    // Compacted in place, in order (the list stays sorted by death); only pop_back shrinks
+    // it, which never allocates.
+    std::size_t w = retired_.size() - m;
+    for (std::size_t j = w; j < retired_.size(); ++j) {
+      const Retired r = retired_[j];
+      if (any_pin_in_locked(r.birth, r.death)) {
+        retired_[w++] = r;
+      } else {
+        retired_bytes_ -= r.bytes;
+        free_one(r);
+      }
+    }
+    while (retired_.size() > w) retired_.pop_back();
   }
 
   void sweep_locked() {
