@@ -559,7 +559,7 @@ TEST_F(ReclaimDomainTest, FreedNodesAreParkedAndHandedBackBySize) {
   std::array<detail::NodeStock, 1> stock{detail::NodeStock{64, {}}};
   std::vector<detail::ReclaimDomain::Retired> batch = {detail::ReclaimDomain::node(fresh, 4, 4, 64)};
   d.retire(batch, stock);  // born and died now: parked, then handed back with `large`
-  EXPECT_EQ(stock[0].nodes, (std::vector<void*>{fresh, large}));
+  EXPECT_EQ(stock[0].nodes, (std::vector<void*>{large, fresh})) << "the most recently parked on top";
   for (void* n : stock[0].nodes) discard(n, stock[0].bytes);
   // `small` stays parked; the destructor deletes it (the leak check would catch it otherwise).
 }

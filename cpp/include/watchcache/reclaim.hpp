@@ -75,7 +75,7 @@ struct NodeStock {
 class ReclaimDomain {
  public:
   static constexpr std::size_t kParkedPerSize = 128;  // bounds the memory parked per size
-  static constexpr std::size_t kStockLow = 8, kStockHigh = 32;
+  static constexpr std::size_t kStockHigh = 32;  // nodes a writer keeps at hand, per size
   static constexpr std::size_t kNewestScan = 64;
   static constexpr std::size_t kPrefetchAhead = 16;  // retired entries whose items an unpin prefetches
   static constexpr std::ptrdiff_t kAllocatorHeader = 16;  // malloc's chunk header, read by free()  // bounds the work of one unpin (free_newest_locked)
@@ -149,12 +149,15 @@ class ReclaimDomain {
     batch.clear();
     if (retired_.size() >= sweep_threshold_) sweep_locked();
     for (NodeStock& stock : stocks) {
-      if (stock.nodes.size() >= kStockLow) continue;
       Parked* p = parked_for(stock.bytes);
-      while (p && !p->nodes.empty() && stock.nodes.size() < kStockHigh) {
-        stock.nodes.push_back(p->nodes.back());
-        p->nodes.pop_back();
-      }
+      if (!p || p->nodes.empty() || stock.nodes.size() >= kStockHigh) continue;
+      // The most recently parked go on top, in order: the writer's next copies land in
+      // nodes freed a write ago (when a snapshot taken for that write was dropped), whose
+      // lines are likely still in cache, rather than in the coldest of a batch.
+      const std::size_t take = std::min(p->nodes.size(), kStockHigh - stock.nodes.size());
+      const auto from = p->nodes.end() - static_cast<std::ptrdiff_t>(take);
+      stock.nodes.insert(stock.nodes.end(), from, p->nodes.end());
+      p->nodes.erase(from, p->nodes.end());
     }
   }
   void retire_node(void* n, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
