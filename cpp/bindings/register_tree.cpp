@@ -310,7 +310,7 @@ void register_tree(py::module_& m) {
       .def("next", &Cursor::next)
       .def("prev", &Cursor::prev);
 
-  py::class_<Snapshot, std::shared_ptr<Snapshot>> snapshot(m, "Snapshot");
+  py::class_<Snapshot> snapshot(m, "Snapshot");
   bind_read_view(
       snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
   snapshot.def_property_readonly("version", &Snapshot::version)
