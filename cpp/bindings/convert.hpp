@@ -7,12 +7,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "watchcache/btree.hpp"
@@ -168,15 +171,53 @@ inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, 
 }
 
 // An entry of put_many/from_sorted: Item, (key, value) or (key, value, mod_revision).
-inline ItemRef entry_to_item(py::handle entry) {
-  if (is_item(entry)) return item_of(entry).ref;
+// Returns a tuple's or list's fields after checking its shape; none for an Item.
+inline std::span<PyObject* const> entry_fields(py::handle entry) {
+  if (is_item(entry)) return {};
   if (!PyTuple_Check(entry.ptr()) && !PyList_Check(entry.ptr()))
     throw py::type_error("entry must be an Item or a (key, value[, mod_revision]) tuple, not " + type_name(entry));
-  auto seq = py::reinterpret_borrow<py::sequence>(entry);
-  const auto n = seq.size();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(entry.ptr());
   if (n != 2 && n != 3)
     throw py::type_error("entry tuple must have 2 or 3 elements, got " + std::to_string(n));
-  return make_item(seq[0], seq[1], n == 3 ? py::object(seq[2]) : py::object(py::int_(0)), py::none(), py::none());
+  return {PySequence_Fast_ITEMS(entry.ptr()), static_cast<std::size_t>(n)};
+}
+
+inline ItemRef entry_to_item(py::handle entry) {
+  const auto fields = entry_fields(entry);
+  if (fields.empty()) return item_of(entry).ref;
+  if (fields.size() == 3) return make_item(fields[0], fields[1], fields[2], py::none(), py::none());
+  return make_item(fields[0], fields[1], py::int_(0), py::none(), py::none());
+}
+
+// Entries as items in key order, the last of equal keys winning, every entry checked before
+// any item is made. The items are made in key order, so that consecutive keys sit in
+// consecutive memory: made in input order, a shuffled input left a tree whose items were
+// scattered, and every scan of it missed the cache once per item (scan 500 to Python
+// items, 1M keys: 68 us from shuffled input against 33 us from sorted).
+inline std::vector<ItemRef> entries_in_key_order(py::handle entries) {
+  const auto seq = py::reinterpret_steal<py::object>(PySequence_Fast(entries.ptr(), "entries must be iterable"));
+  if (!seq) throw py::error_already_set();
+  const auto n = static_cast<std::size_t>(PySequence_Fast_GET_SIZE(seq.ptr()));
+  PyObject* const* all = PySequence_Fast_ITEMS(seq.ptr());
+  std::vector<std::pair<std::string_view, std::size_t>> order;
+  order.reserve(n);
+  bool ascending = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto fields = entry_fields(all[i]);
+    const std::string_view k = fields.empty() ? item_of(all[i]).ref->key() : as_key(fields[0]);
+    if (i > 0 && !(order.back().first < k)) ascending = false;
+    order.emplace_back(k, i);
+  }
+  if (!ascending)
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ItemRef> items;
+  items.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ItemRef item = entry_to_item(all[order[i].second]);  // a superseded entry is still checked
+    if (i + 1 < n && order[i + 1].first == order[i].first) continue;
+    items.push_back(std::move(item));
+  }
+  return items;
 }
 
 // Builds the pairs / keys / values lists of a page with the raw C API.

@@ -335,9 +335,9 @@ void register_tree(py::module_& m) {
              if (PyDict_Check(items.ptr()) ||
                  py::isinstance(items, py::module_::import("collections.abc").attr("Mapping")))
                source = source.attr("items")();
-             std::vector<ItemRef> refs;
-             for (py::handle e : py::iter(source)) refs.push_back(entry_to_item(e));
-             for (auto& r : refs) t->put(std::move(r));
+             std::vector<ItemRef> sorted = entries_in_key_order(source);
+             py::gil_scoped_release nogil;
+             t->assign_sorted(std::move(sorted));
              return t;
            }),
            py::arg("items") = py::none())
@@ -389,12 +389,9 @@ void register_tree(py::module_& m) {
           py::arg("key"))
       .def("put_many",
            [](Tree& t, py::handle entries) {
-             // Convert (and so validate) everything first: a bad entry changes nothing.
-             std::vector<ItemRef> refs;
-             if (PyList_Check(entries.ptr()) || PyTuple_Check(entries.ptr()))
-               refs.reserve(static_cast<std::size_t>(PySequence_Size(entries.ptr())));
-             for (py::handle e : py::iter(entries)) refs.push_back(entry_to_item(e));
-             for (auto& r : refs) t.put(std::move(r));
+             // Convert (and so validate) everything first: a bad entry changes nothing. In
+             // key order, each put's path is the last one's neighbour.
+             for (auto& r : entries_in_key_order(entries)) t.put(std::move(r));
            },
            py::arg("entries"))
       .def("erase", [](Tree& t, py::handle key) { return t.erase(as_key(key)); }, py::arg("key"))

@@ -14,6 +14,7 @@ import pickle
 import queue
 import random
 import threading
+from typing import Any
 
 import pytest
 
@@ -105,6 +106,29 @@ def test_tree_can_be_built_from_a_mapping_or_unsorted_pairs() -> None:
     assert _core.Tree(iter([("b", b"2")])).items() == [("b", b"2")]
     assert len(_core.Tree()) == 0
     assert len(_core.Tree(None)) == 0
+
+
+def test_tree_from_shuffled_entries_with_repeats_equals_a_dict_of_them(rng: random.Random) -> None:
+    entries: list[tuple[str, bytes, int]] = [
+        (f"k/{rng.randrange(300):04d}", f"v{i}".encode(), i) for i in range(1000)
+    ]
+    want = {k: (v, rev) for k, v, rev in entries}  # a later entry wins, as in a dict
+    tree = _core.Tree(entries)
+    assert tree.items() == sorted((k, v) for k, (v, _) in want.items())
+    assert [item.mod_revision for item in tree.scan()] == [want[k][1] for k in sorted(want)]
+    tree.put_many(list(reversed(entries)))
+    first = {k: (v, rev) for k, v, rev in reversed(entries)}
+    assert [item.mod_revision for item in tree.scan()] == [first[k][1] for k in sorted(first)]
+
+
+def test_a_superseded_entry_is_still_checked() -> None:
+    bad: list[Any] = [("a", "not bytes"), ("a", b"1")]
+    with pytest.raises(TypeError):
+        _core.Tree(bad)
+    tree = _core.Tree({"x": b"0"})
+    with pytest.raises(TypeError):
+        tree.put_many(bad)
+    assert tree.items() == [("x", b"0")]
 
 
 def test_get_returns_default_for_a_missing_key() -> None:
