@@ -76,9 +76,9 @@ class ReclaimDomain {
  public:
   static constexpr std::size_t kParkedPerSize = 128;  // bounds the memory parked per size
   static constexpr std::size_t kStockHigh = 32;  // nodes a writer keeps at hand, per size
-  static constexpr std::size_t kNewestScan = 64;
+  static constexpr std::size_t kNewestScan = 64;  // bounds the work of one unpin (free_newest_locked)
   static constexpr std::size_t kPrefetchAhead = 16;  // retired entries whose items an unpin prefetches
-  static constexpr std::ptrdiff_t kAllocatorHeader = 16;  // malloc's chunk header, read by free()  // bounds the work of one unpin (free_newest_locked)
+  static constexpr std::ptrdiff_t kAllocatorHeader = 16;  // malloc's chunk header, read by free()
 
   explicit ReclaimDomain(NodeHooks hooks) noexcept : hooks_(hooks) {}
   ReclaimDomain(const ReclaimDomain&) = delete;
@@ -315,9 +315,8 @@ class ReclaimDomain {
   // objects retired a window ago and long gone from the cache. Nodes are parked without
   // being read, but an item's free reads and writes its first line (refcount, allocator
   // header): asking for those lines now, an unpin ahead, takes that miss off the writer's
-  // next unpin.
-  // Only what dropping the oldest pin would free: nothing is fetched in vain for a pin
-  // that stays (a reader held while snapshots come and go at the newest end).
+  // next unpin. Only what dropping the oldest pin would free, so that nothing is fetched
+  // in vain for a pin that stays (a reader held while snapshots come and go at the newest end).
   void prefetch_front_items() const noexcept {
     auto pin = live_pins_begin();
     while (pin != pins_.end() && pin->count == 0) ++pin;
