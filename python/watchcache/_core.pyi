@@ -188,7 +188,10 @@ class Tree(_ReadView):
 
     def __init__(
         self, items: Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None = None
-    ) -> None: ...
+    ) -> None:
+        """Builds from entries in any order, the last of equal keys winning, like a dict.
+        Sorts, then bulk loads: O(n log n), and consecutive keys' items sit together in
+        memory whatever the input order."""
     @classmethod
     def from_sorted(cls, entries: Iterable[tuple[str, bytes] | Item]) -> Tree:
         """Bulk load from strictly ascending keys, packing nodes full. O(n).
