@@ -187,7 +187,10 @@ class Tree(_ReadView):
     Writes cost O(log n); after a snapshot the first write to a node copies it (path copy)."""
 
     def __init__(
-        self, items: Iterable[tuple[str, bytes]] | Mapping[str, bytes] | None = None
+        self,
+        items: Iterable[tuple[str, bytes] | tuple[str, bytes, int] | Item]
+        | Mapping[str, bytes]
+        | None = None,
     ) -> None:
         """Builds from entries in any order, the last of equal keys winning, like a dict.
         Sorts, then bulk loads: O(n log n), and consecutive keys' items sit together in
