@@ -253,10 +253,10 @@ inline std::size_t node_bytes(const Node<F>* n) noexcept {
 // Node accounting and disposal go by size, never by reading the node: a node retired long
 // ago is cold, and parking it must not cost a cache miss (the writer's next copy into it
 // pays for the line anyway, as a store).
-inline void count_node(std::size_t bytes, int sign) noexcept {
+inline void count_nodes(std::int64_t nodes, std::int64_t bytes) noexcept {
   auto& c = live_counters();
-  c.nodes.fetch_add(sign, std::memory_order_relaxed);
-  c.bytes.fetch_add(sign * static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  c.nodes.fetch_add(nodes, std::memory_order_relaxed);
+  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 // Node memory comes from the NodePool (node_pool.hpp: why), except in sanitizer builds,
@@ -297,13 +297,7 @@ inline void discard_node(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
   ::operator delete(p);
 #endif
 }
-inline void park_node(void*, std::size_t bytes) noexcept { count_node(bytes, -1); }
-inline void free_node(void* p, std::size_t bytes) noexcept {
-  park_node(p, bytes);
-  discard_node(p, bytes);
-}
-
-inline constexpr NodeHooks kNodeHooks{&free_node, &park_node, &discard_node};
+inline constexpr NodeHooks kNodeHooks{&discard_node, &count_nodes};
 
 // Sign of probe `k` against the node's common prefix: <0 below every key in the node, >0
 // above every key, 0 when k shares the prefix (then the integers decide).
@@ -791,6 +785,7 @@ class BasicTree {
   BasicTree& operator=(const BasicTree&) = delete;
   ~BasicTree() {
     release_all(detail::kForever);
+    settle_node_counts();  // an empty tree whose last write threw
     for (detail::NodeStock& stock : stock_)
       for (void* n : stock.nodes) detail::discard_node(n, stock.bytes);
   }
@@ -946,6 +941,7 @@ class BasicTree {
     }
     root_ = level[0];
     size_ = n;
+    settle_node_counts();
   }
 
   // Frees what no live snapshot can reach; returns the bytes freed.
@@ -966,7 +962,7 @@ class BasicTree {
       stock.nodes.pop_back();
     }
     Kind* n = new (mem) Kind(version_);
-    detail::count_node(sizeof(Kind), +1);
+    owe_nodes(+1, sizeof(Kind));
     bytes_ += sizeof(Kind);
     return n;
   }
@@ -979,12 +975,11 @@ class BasicTree {
     bytes_ -= detail::node_bytes(n);
     if (n->birth == version_) {  // never visible to a snapshot
       detail::NodeStock& stock = stock_[n->leaf ? 0 : 1];
-      if (stock.nodes.size() < detail::ReclaimDomain::kStockHigh) {
+      owe_nodes(-1, detail::node_bytes(n));
+      if (stock.nodes.size() < detail::ReclaimDomain::kStockHigh)
         stock.nodes.push_back(n);
-        detail::park_node(n, detail::node_bytes(n));
-      } else {
-        detail::free_node(n, detail::node_bytes(n));
-      }
+      else
+        detail::discard_node(n, detail::node_bytes(n));
       return;
     }
     retiring_.push_back(detail::ReclaimDomain::node(n, n->birth, version_, detail::node_bytes(n)));
@@ -993,7 +988,25 @@ class BasicTree {
     bytes_ -= it->nbytes();
     retiring_.push_back(detail::ReclaimDomain::item(it, birth, version_));
   }
-  void flush_retired() { domain_->retire(retiring_, stock_); }
+  void flush_retired() {
+    settle_node_counts();
+    domain_->retire(retiring_, stock_);
+  }
+
+  // The writer's own node allocations and frees are counted in the engine-wide accounting
+  // (live_counters) once per write, not per node: a locked add per node waited for the copy
+  // just written into the node before it, which lands in cold memory, so a path copy paid
+  // its store misses one level after another. Settled by every write (flush_retired), by
+  // assign_sorted and by the destructor, so the totals are exact between operations.
+  void owe_nodes(int sign, std::size_t bytes) noexcept {
+    owed_nodes_ += sign;
+    owed_bytes_ += sign * static_cast<std::int64_t>(bytes);
+  }
+  void settle_node_counts() noexcept {
+    if (owed_nodes_ == 0 && owed_bytes_ == 0) return;
+    detail::count_nodes(owed_nodes_, owed_bytes_);
+    owed_nodes_ = owed_bytes_ = 0;
+  }
 
   // Calls fn(node as its kind): for code written once for both kinds.
   template <class Fn>
@@ -1276,15 +1289,18 @@ class BasicTree {
       auto* in = detail::as_inner(nd);
       for (unsigned i = 0; i < nd->n; ++i) release_subtree(in->child[i], death, pinned);
     }
-    if (pinned)
+    if (pinned) {
       retiring_.push_back(detail::ReclaimDomain::node(nd, nd->birth, death, detail::node_bytes(nd)));
-    else
-      detail::free_node(nd, detail::node_bytes(nd));
+    } else {
+      owe_nodes(-1, detail::node_bytes(nd));
+      detail::discard_node(nd, detail::node_bytes(nd));
+    }
   }
 
   std::shared_ptr<detail::ReclaimDomain> domain_;
   std::array<detail::NodeStock, 2> stock_;  // parked leaves, parked internal nodes
   std::vector<detail::ReclaimDomain::Retired> retiring_;
+  std::int64_t owed_nodes_ = 0, owed_bytes_ = 0;  // see settle_node_counts()
   Node* root_ = nullptr;
   unsigned height_ = 0;
   std::size_t size_ = 0;

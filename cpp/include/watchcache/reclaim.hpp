@@ -58,12 +58,13 @@ namespace watchcache::detail {
 
 inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::max();
 
-// How the domain disposes of the tree's nodes, which it only knows as pointers and sizes.
-// Each gets the node's size, so that none needs to read the (cold) node.
+// How the domain disposes of the tree's nodes, which it only knows as pointers and sizes
+// (so that nothing needs to read a cold node), and tells the live accounting they left.
 struct NodeHooks {
-  void (*free)(void*, std::size_t bytes) noexcept;  // leaves the live accounting and is deleted
-  void (*park)(void*, std::size_t bytes) noexcept;  // leaves the live accounting, memory kept for reuse
-  void (*discard)(void*, std::size_t bytes) noexcept;  // deletes a parked node
+  void (*discard)(void*, std::size_t bytes) noexcept;  // deletes a node's memory
+  // Adds to the live node accounting: called once per batch of freed or parked nodes (with
+  // negative counts), not per node, since each call is a locked add (see BasicTree::owe_nodes).
+  void (*count)(std::int64_t nodes, std::int64_t bytes) noexcept;
 };
 
 // A writer's stock of parked nodes of one size, refilled by ReclaimDomain::retire().
@@ -85,6 +86,7 @@ class ReclaimDomain {
   ReclaimDomain& operator=(const ReclaimDomain&) = delete;
   ~ReclaimDomain() {
     for (const Retired& r : retired_) free_one(r);
+    settle_locked();
     for (Parked& p : parked_)
       for (void* n : p.nodes) hooks_.discard(n, p.bytes);
   }
@@ -115,6 +117,7 @@ class ReclaimDomain {
     drop_zero_pins();
     free_prefix_locked();
     if (was_newest) free_newest_locked(version);
+    settle_locked();
   }
 
   // An object that left the live tree at version `death` after living since `birth`.
@@ -148,6 +151,7 @@ class ReclaimDomain {
     }
     batch.clear();
     if (retired_.size() >= sweep_threshold_) sweep_locked();
+    settle_locked();
     for (NodeStock& stock : stocks) {
       Parked* p = parked_for(stock.bytes);
       if (!p || p->nodes.empty() || stock.nodes.size() >= kStockHigh) continue;
@@ -175,6 +179,7 @@ class ReclaimDomain {
     const std::size_t before = retired_bytes_;
     free_prefix_locked();
     sweep_locked();
+    settle_locked();
     return before - retired_bytes_;
   }
 
@@ -237,16 +242,24 @@ class ReclaimDomain {
       static_cast<const Item*>(r.ptr)->release();
       return;
     }
+    // Parked or deleted, the node leaves the live accounting.
+    owed_nodes_ -= 1;
+    owed_bytes_ -= static_cast<std::int64_t>(r.bytes);
     Parked* p = parked_for(r.bytes);
     if (p && p->nodes.size() < kParkedPerSize) {
       try {
         p->nodes.push_back(r.ptr);
-        hooks_.park(r.ptr, r.bytes);
         return;
       } catch (...) {  // out of memory for the list: free the node instead
       }
     }
-    hooks_.free(r.ptr, r.bytes);
+    hooks_.discard(r.ptr, r.bytes);
+  }
+
+  void settle_locked() noexcept {
+    if (owed_nodes_ == 0 && owed_bytes_ == 0) return;
+    hooks_.count(owed_nodes_, owed_bytes_);
+    owed_nodes_ = owed_bytes_ = 0;
   }
 
   // Pins are a sorted vector whose dropped front is skipped by an offset (compacted when
@@ -373,6 +386,7 @@ class ReclaimDomain {
   }
 
   NodeHooks hooks_;
+  std::int64_t owed_nodes_ = 0, owed_bytes_ = 0;  // node counts not yet settled (settle_locked)
   std::array<Parked, 2> parked_{};
   mutable std::mutex mu_;
   std::vector<Pin> pins_;
