@@ -73,6 +73,7 @@
 #include "watchcache/item.hpp"
 #include "watchcache/node_pool.hpp"
 #include "watchcache/reclaim.hpp"
+#include "watchcache/sanitizers.hpp"
 
 #ifndef WATCHCACHE_FANOUT
 #define WATCHCACHE_FANOUT 32
@@ -261,16 +262,7 @@ inline void count_nodes(std::int64_t nodes, std::int64_t bytes) noexcept {
 
 // Node memory comes from the NodePool (node_pool.hpp: why), except in sanitizer builds,
 // where operator new/delete let ASan and TSan follow each node's lifetime.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WATCHCACHE_NODE_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WATCHCACHE_NODE_POOL 0
-#endif
-#endif
-#ifndef WATCHCACHE_NODE_POOL
-#define WATCHCACHE_NODE_POOL 1
-#endif
+#define WATCHCACHE_NODE_POOL (!WATCHCACHE_SANITIZED)
 
 inline void* new_node_memory(std::size_t bytes) {
 #if WATCHCACHE_NODE_POOL

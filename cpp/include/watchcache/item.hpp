@@ -31,6 +31,8 @@
 #include <utility>
 #include <vector>
 
+#include "watchcache/item_heap.hpp"
+
 namespace watchcache {
 
 namespace detail {
@@ -72,7 +74,7 @@ class Item {
       throw std::length_error("item too large");
     const std::size_t total = sizeof(Item) + 2 * pairs * sizeof(std::uint32_t) + payload;
 
-    void* mem = ::operator new(total);
+    void* mem = detail::new_item_memory(total);
     auto* item = new (mem) Item();
     item->mod_revision_ = mod_revision;
     item->key_len_ = static_cast<std::uint32_t>(key.size());
@@ -146,8 +148,9 @@ class Item {
     auto& counters = detail::live_counters();
     counters.items.fetch_sub(1, std::memory_order_relaxed);
     counters.bytes.fetch_sub(static_cast<std::int64_t>(item->total_), std::memory_order_relaxed);
+    const std::size_t total = item->total_;
     item->~Item();
-    ::operator delete(item);
+    detail::delete_item_memory(item, total);
   }
 
   static void normalize(std::vector<StringPair>& pairs) {
