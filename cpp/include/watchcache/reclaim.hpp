@@ -79,7 +79,6 @@ class ReclaimDomain {
   static constexpr std::size_t kStockHigh = 32;  // nodes a writer keeps at hand, per size
   static constexpr std::size_t kNewestScan = 64;  // bounds the work of one unpin (free_newest_locked)
   static constexpr std::size_t kPrefetchAhead = 16;  // retired entries whose items an unpin prefetches
-  static constexpr std::ptrdiff_t kAllocatorHeader = 16;  // malloc's chunk header, read by free()
 
   explicit ReclaimDomain(NodeHooks hooks) noexcept : hooks_(hooks) {}
   ReclaimDomain(const ReclaimDomain&) = delete;
@@ -326,9 +325,9 @@ class ReclaimDomain {
 
   // With a window of snapshots (the registry), each unpin frees the next prefix, made of
   // objects retired a window ago and long gone from the cache. Nodes are parked without
-  // being read, but an item's free reads and writes its first line (refcount, allocator
-  // header): asking for those lines now, an unpin ahead, takes that miss off the writer's
-  // next unpin. Only what dropping the oldest pin would free, so that nothing is fetched
+  // being read, but an item's free reads and writes its first line (refcount, size, the
+  // ItemHeap's list link): asking for that line now, an unpin ahead, takes the miss off the
+  // writer's next unpin. Only what dropping the oldest pin would free, so that nothing is fetched
   // in vain for a pin that stays (a reader held while snapshots come and go at the newest end).
   void prefetch_front_items() const noexcept {
     auto pin = live_pins_begin();
@@ -341,9 +340,7 @@ class ReclaimDomain {
     for (std::size_t i = 0; i < ahead && retired_[i].death <= next_oldest; ++i) {
       const Retired& r = retired_[i];
       if (!r.is_item) continue;
-      const char* item = static_cast<const char*>(r.ptr);
-      __builtin_prefetch(item - kAllocatorHeader, 1);
-      __builtin_prefetch(item, 1);
+      __builtin_prefetch(r.ptr, 1);
     }
   }
 
