@@ -144,6 +144,31 @@ TEST_F(SelectorTest, FieldsCompareExactlyWithAbsentReadingAsEmpty) {
   EXPECT_TRUE(fieldsel("", true, "x"));
 }
 
+// Short and long strings take different compare paths (item.hpp, same_bytes): around the
+// switch and at Kubernetes' longest label value (63), a difference in any byte counts.
+TEST_F(SelectorTest, KeysAndValuesOfEveryLengthCompareEveryByte) {
+  for (const std::size_t len : {1u, 7u, 8u, 16u, 31u, 32u, 33u, 63u, 200u}) {
+    const std::string key = "k" + std::string(len - 1, 'a');
+    const std::string value(len, 'v');
+    const ItemRef item = make_item("/registry/pods/ns/p", "{}", 1, {{key, value}}, {{key, value}});
+    EXPECT_TRUE(Selector({req(key, LabelOp::Equals, {value})}, {})(*item)) << len;
+    EXPECT_TRUE(Selector({}, {field(key, false, value)})(*item)) << len;
+    for (const std::size_t at : {std::size_t{0}, len / 2, len - 1}) {
+      std::string other_value = value, other_key = key;
+      other_value[at] = 'w';
+      other_key[at] = 'b';
+      EXPECT_FALSE(Selector({req(key, LabelOp::Equals, {other_value})}, {})(*item)) << len << " at " << at;
+      EXPECT_TRUE(Selector({req(key, LabelOp::NotEquals, {other_value})}, {})(*item)) << len << " at " << at;
+      EXPECT_FALSE(Selector({req(other_key, LabelOp::Exists)}, {})(*item)) << len << " at " << at;
+      EXPECT_FALSE(Selector({}, {field(key, false, other_value)})(*item)) << len << " at " << at;
+      EXPECT_TRUE(Selector({}, {field(other_key, false, "")})(*item)) << len << " at " << at;
+    }
+    // One byte longer or shorter is another string.
+    EXPECT_FALSE(Selector({req(key, LabelOp::Equals, {value + "v"})}, {})(*item)) << len;
+    EXPECT_FALSE(Selector({req(key, LabelOp::Equals, {value.substr(1)})}, {})(*item)) << len;
+  }
+}
+
 TEST_F(SelectorTest, EveryRequirementMustHold) {
   const Selector both({req("app", LabelOp::Equals, {"web"}), req("tier", LabelOp::In, {"frontend", "edge"})},
                       {field("status.phase", false, "Running")});

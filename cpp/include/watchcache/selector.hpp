@@ -107,8 +107,8 @@ class Selector {
       const std::optional<std::string_view> v = label(r.key);
       bool ok = false;
       switch (r.op) {
-        case LabelOp::Equals: ok = v && *v == r.values[0]; break;
-        case LabelOp::NotEquals: ok = !v || *v != r.values[0]; break;
+        case LabelOp::Equals: ok = v && detail::same_bytes(*v, r.values[0]); break;
+        case LabelOp::NotEquals: ok = !v || !detail::same_bytes(*v, r.values[0]); break;
         case LabelOp::In: ok = v && contains(r.values, *v); break;
         case LabelOp::NotIn: ok = !v || !contains(r.values, *v); break;
         case LabelOp::Exists: ok = v.has_value(); break;
@@ -125,7 +125,7 @@ class Selector {
     }
     for (const auto& f : fields_) {
       const std::string_view v = field(f.key).value_or(std::string_view{});
-      if ((v == f.value) == f.negated) return false;
+      if (detail::same_bytes(v, f.value) == f.negated) return false;
     }
     return true;
   }
