@@ -1,8 +1,9 @@
 // Guards ItemHeap (item_heap.hpp) directly, since sanitizer builds bypass it for items: a
 // freed block comes back, last in first out, to the next allocation of its class and to no
 // other; blocks cover what was asked; the per-class and total bounds hold, and a free past
-// them is a plain delete; trim() empties the heap; threads allocating and freeing at once
-// never get one block twice (run under TSan in make test).
+// them is a plain delete; trim() empties the heap; once a thread has started the lock is
+// taken; threads allocating and freeing at once never get one block twice (run under TSan
+// in make test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +104,13 @@ TEST(ItemHeap, AllClassesTogetherKeepAtMostTheTotalBound) {
   EXPECT_GT(heap.kept_bytes(), ItemHeap::kMaxTotalBytes - ItemHeap::kMaxCachedBytes);
   heap.trim();
   EXPECT_EQ(heap.kept_bytes(), 0u);
+}
+
+// The heap skips its lock only while the process has one thread: once a thread has been
+// started, even one that has finished, the lock is taken for good.
+TEST(ItemHeap, LocksOnceAThreadHasStarted) {
+  std::thread([] {}).join();
+  EXPECT_FALSE(single_threaded());
 }
 
 TEST(ItemHeap, ConcurrentAllocateAndReleaseNeverShareABlock) {

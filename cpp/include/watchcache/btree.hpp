@@ -74,6 +74,7 @@
 #include "watchcache/node_pool.hpp"
 #include "watchcache/reclaim.hpp"
 #include "watchcache/sanitizers.hpp"
+#include "watchcache/single_thread.hpp"
 
 #ifndef WATCHCACHE_FANOUT
 #define WATCHCACHE_FANOUT 32
@@ -254,8 +255,15 @@ inline std::size_t node_bytes(const Node<F>* n) noexcept {
 // Node accounting and disposal go by size, never by reading the node: a node retired long
 // ago is cold, and parking it must not cost a cache miss (the writer's next copy into it
 // pays for the line anyway, as a store).
+// A single-threaded process adds without the locked instruction, which would wait for the
+// path copy's stores to reach the cache (single_thread.hpp).
 inline void count_nodes(std::int64_t nodes, std::int64_t bytes) noexcept {
   auto& c = live_counters();
+  if (single_threaded()) {
+    c.nodes.store(c.nodes.load(std::memory_order_relaxed) + nodes, std::memory_order_relaxed);
+    c.bytes.store(c.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+    return;
+  }
   c.nodes.fetch_add(nodes, std::memory_order_relaxed);
   c.bytes.fetch_add(bytes, std::memory_order_relaxed);
 }

@@ -20,7 +20,10 @@
 //
 // Thread-safety: items are freed from any thread (a snapshot dropped by a reader, a
 // Python reference released), so one spinlock guards the lists: the critical sections are
-// a few instructions, and an uncontended std::mutex costs twice the atomics.
+// a few instructions, and an uncontended std::mutex costs twice the atomics. Like glibc's
+// malloc, the heap takes no lock while the process has one thread (single_thread.hpp).
+// As with the NodePool, a fork() while another thread holds the lock leaves the child
+// unable to make or free items: fork before using the engine.
 // Sanitizer builds bypass the heap (see sanitizers.hpp) so that ASan still sees each item's
 // lifetime; the heap itself is tested directly.
 #pragma once
@@ -34,6 +37,7 @@
 #include <utility>
 
 #include "watchcache/sanitizers.hpp"
+#include "watchcache/single_thread.hpp"
 
 namespace watchcache::detail {
 
@@ -139,12 +143,18 @@ class ItemHeap {
    private:
     std::atomic<bool> locked_{false};
   };
+  // Takes no lock while the process has one thread (single_thread.hpp: why that matters).
   struct Guard {
-    explicit Guard(SpinLock& l) noexcept : lock(l) { lock.lock(); }
-    ~Guard() { lock.unlock(); }
+    explicit Guard(SpinLock& l) noexcept : lock(l), held(!single_threaded()) {
+      if (held) lock.lock();
+    }
+    ~Guard() {
+      if (held) lock.unlock();
+    }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
     SpinLock& lock;
+    const bool held;
   };
 
   static constexpr std::size_t class_of(std::size_t bytes) noexcept { return (bytes + 8 + kGranule - 1) / kGranule; }
