@@ -831,10 +831,45 @@ void expect_key_bits_order_like_bytes(std::mt19937_64& rng) {
   }
 }
 
-TEST(KeyBitsTest, IntegersOrderLikeTheirBytesInLeavesAndInternalNodes) {
+TEST(KeyBitsTest, IntegersOrderLikeTheirBytesInInternalNodes) {
   std::mt19937_64 rng(7);
-  expect_key_bits_order_like_bytes<detail::Leaf<32>::kKeyBytes>(rng);
   expect_key_bits_order_like_bytes<detail::Inner<32>::kKeyBytes>(rng);
+}
+
+// A leaf's integer (7 tail bytes and the tail length up to 8) must order like the keys,
+// be equal for equal keys, hold the whole key exactly when the tail has at most 7 bytes
+// (then equal integers mean equal keys), and widen correctly when the prefix shrinks.
+TEST(KeyBitsTest, LeafIntegersOrderLikeTheirKeysAndKnowWholeKeys) {
+  using L = detail::Leaf<32>;
+  std::mt19937_64 rng(11);
+  const std::string alphabet = std::string("\0\x01\x7f\x80\xfe\xff", 6) + "ab";
+  auto random_bytes = [&](std::size_t lo, std::size_t hi) {
+    std::string k(uniform<std::size_t>(rng, lo, hi), '\0');
+    for (char& c : k) c = alphabet[uniform<std::size_t>(rng, 0, alphabet.size() - 1)];
+    return k;
+  };
+  for (int i = 0; i < 20000; ++i) {
+    const std::string prefix = random_bytes(0, 6);
+    const std::string a = prefix + random_bytes(0, 11), b = prefix + random_bytes(0, 11);
+    const std::size_t off = prefix.size();
+    const L::Bits ba = L::bits_of(a, off), bb = L::bits_of(b, off);
+    const auto where = [&] { return printable(a) + " vs " + printable(b) + " at " + std::to_string(off); };
+    if (ba < bb) {
+      ASSERT_LT(a, b) << where();
+    }
+    if (bb < ba) {
+      ASSERT_LT(b, a) << where();
+    }
+    if (a == b) {
+      ASSERT_EQ(ba, bb) << where();
+    }
+    if (ba == bb && L::whole(ba)) {
+      ASSERT_EQ(a, b) << where();
+    }
+    ASSERT_EQ(L::whole(ba), a.size() - off <= detail::kLeafTailBytes) << where();
+    const std::size_t gap = uniform<std::size_t>(rng, 0, off);
+    ASSERT_EQ(L::widened(ba, a.data() + off - gap, gap), L::bits_of(a, off - gap)) << where() << " gap " << gap;
+  }
 }
 
 TEST(ItemAgeTest, CopyingALeafAgesItsSlotsAndSaturatesToUnknown) {

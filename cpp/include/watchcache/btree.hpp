@@ -20,9 +20,11 @@
 //
 // Keys. A comparison that dereferences an item's key is a cache miss. Each node therefore
 // keeps the common prefix of its keys (first `skip` bytes, up to kMaxSkip, stored inline)
-// and, per slot, the next key bytes as a big-endian integer (8 in a leaf, 10 in an internal
-// node: see Leaf and Inner). A search compares the probe with the node prefix once, then
-// binary-searches the integers; only a tie on all of those bytes dereferences a key.
+// and, per slot, the next key bytes as a big-endian integer (in a leaf 7 and the key's
+// length past the prefix, in an internal node 10: see Leaf and Inner). A search compares
+// the probe with the node prefix once, then binary-searches the integers; only a tie on all
+// of those bytes dereferences a key, and in a leaf not even that when the key is short
+// enough to be held whole.
 // Kubernetes keys share long prefixes ("/registry/pods/ns-00042/pod-"), which is exactly
 // what the per-node skip absorbs. The prefix only ever shrinks in place
 // (inserting a key outside it); shrinking re-derives the integers from the inline prefix,
@@ -90,14 +92,16 @@ inline constexpr unsigned kMaxSkip = 48;
 inline constexpr unsigned kMaxDepth = 32;
 
 // The inline key bytes a slot keeps past the node's common prefix, compared as one
-// big-endian integer: 8 in a leaf, 10 in an internal node. A leaf's prefix is long (its keys
-// are neighbours: "/registry/pods/ns-00042/pod-000"), so 8 more bytes end the key. An internal
-// node's keys spread wider: past a prefix like "/registry/pods/ns-000", 8 bytes name only the
-// namespace, so a probe ties with the separators of its namespace and each tie reads an item
-// from memory. Measured with write_probe under callgrind at 1M keys (LL misses per get /
-// per write after a snapshot / bytes pinned per snapshot): 8 bytes 9.7 / 20.0 / 3,759;
+// big-endian integer: 10 in an internal node; a leaf's layout is described at Leaf. A leaf's
+// prefix is long (its keys are neighbours: "/registry/pods/ns-00042/pod-000"), so a few more
+// bytes end the key. An internal node's keys spread wider: past a prefix like
+// "/registry/pods/ns-000", 8 bytes name only the namespace, so a probe ties with the
+// separators of its namespace and each tie reads an item from memory. Measured with
+// write_probe under callgrind at 1M keys, with 8 bytes in leaves (LL misses per get / per
+// write after a snapshot / bytes pinned per snapshot): internal 8 bytes 9.7 / 20.0 / 3,759;
 // 10 bytes 7.5 / 18.1 / 3,951; 12 bytes 7.4 / 18.2 / 4,143; 16 everywhere (the old layout)
-// 8.1 / 23.3 / 4,911.
+// 8.1 / 23.3 / 4,911. (The write column came from the probe's old way of counting, which
+// emptied the simulated caches between batches; the comparison stands, the level does not.)
 __extension__ using Bits96 = unsigned __int128;
 
 template <unsigned W>
@@ -178,13 +182,43 @@ inline void age_slots(std::uint32_t* dst, const std::uint32_t* src, unsigned n, 
   }
 }
 
+// A leaf slot's inline bytes: the first 7 key bytes past the node prefix (zero padded) in
+// the high 56 bits and the number of key bytes past the prefix, capped at 8, in the low 8.
+// Integer order still follows key order (a shorter key whose bytes agree is its longer
+// neighbour's prefix, so it sorts first), and when the count is under 8 the integer holds
+// the whole key: equal integers then mean equal keys and nothing is read from the item.
+// A put that replaces an item, or a get, so skips the cache miss of comparing the stored
+// key, for every key whose tail past its leaf's prefix is at most 7 bytes (in a leaf of
+// "/registry/pods/ns-00042/pod-0001234"-like neighbours, all of them).
+inline constexpr unsigned kLeafTailBytes = 7;
+inline constexpr std::uint64_t kLeafCountMask = 0xFF;
+
 template <unsigned F>
 struct Leaf : Node<F> {
-  static constexpr unsigned kKeyBytes = 8;
-  using Bits = KeyBitsOf<kKeyBytes>;
+  using Bits = std::uint64_t;
   Bits pfx[F];
   std::uint32_t age[F];  // leaf birth - item birth, or kAgeUnknown
   explicit Leaf(std::uint64_t b) noexcept : Node<F>(b, true) {}
+
+  // The inline bytes of `key` in a node whose prefix is `offset` bytes long (<= key size).
+  static Bits bits_of(std::string_view key, std::size_t offset) noexcept {
+    unsigned char buf[8] = {};
+    const std::size_t tail = key.size() > offset ? key.size() - offset : 0;
+    if (tail) std::memcpy(buf, key.data() + offset, std::min<std::size_t>(tail, kLeafTailBytes));
+    return (load_be64(buf) & ~kLeafCountMask) | std::min<std::size_t>(tail, kLeafTailBytes + 1);
+  }
+  // Whether the bits hold the key's whole tail.
+  static bool whole(Bits b) noexcept { return (b & kLeafCountMask) <= kLeafTailBytes; }
+  // The bits after the node prefix lost its last `gap` bytes, `gained` (no item is read).
+  static Bits widened(Bits b, const char* gained, std::size_t gap) noexcept {
+    unsigned char buf[16] = {};
+    const std::size_t from = std::min<std::size_t>(gap, kLeafTailBytes);
+    std::memcpy(buf, gained, from);
+    const std::uint64_t old_bytes = __builtin_bswap64(b);
+    std::memcpy(buf + from, &old_bytes, kLeafTailBytes);
+    const std::uint64_t count = std::min<std::uint64_t>((b & kLeafCountMask) + gap, kLeafTailBytes + 1);
+    return (load_be64(buf) & ~kLeafCountMask) | count;
+  }
 
   Bits bits(unsigned i) const noexcept { return pfx[i]; }
   void set_bits(unsigned i, Bits b) noexcept { pfx[i] = b; }
@@ -215,6 +249,16 @@ struct Inner : Node<F> {
   Count count[F];
   explicit Inner(std::uint64_t b) noexcept : Node<F>(b, false) {}
 
+  static Bits bits_of(std::string_view key, std::size_t offset) noexcept { return key_bits<kKeyBytes>(key, offset); }
+  // Internal nodes keep no length: a tie always reads the separator's item.
+  static bool whole(Bits) noexcept { return false; }
+  static Bits widened(Bits b, const char* gained, std::size_t gap) noexcept {
+    unsigned char buf[2 * kKeyBytes + 4] = {};
+    const std::size_t from = std::min<std::size_t>(gap, kKeyBytes);
+    std::memcpy(buf, gained, from);
+    store_bits<kKeyBytes>(b, buf + from);
+    return load_bits<kKeyBytes>(buf);
+  }
   Bits bits(unsigned i) const noexcept { return (static_cast<Bits>(pfx_hi[i]) << 16) | pfx_lo[i]; }
   void set_bits(unsigned i, Bits b) noexcept {
     pfx_hi[i] = static_cast<std::uint64_t>(b >> 16);
@@ -330,7 +374,7 @@ inline unsigned search(const N* nd, std::string_view k) noexcept {
   const int c = compare_to_node_prefix(nd, k);
   if (c < 0) return 0;
   if (c > 0) return n;
-  const typename N::Bits kp = key_bits<N::kKeyBytes>(k, nd->skip);
+  const typename N::Bits kp = N::bits_of(k, nd->skip);
   const std::string_view ktail = k.substr(nd->skip);
   unsigned lo = 0, hi = n;
   while (lo < hi) {
@@ -339,6 +383,8 @@ inline unsigned search(const N* nd, std::string_view k) noexcept {
     bool go_right;
     if (p != kp) {
       go_right = p < kp;
+    } else if (N::whole(p)) {
+      go_right = kStrict;  // the same key
     } else {
       const int r = nd->key(mid).substr(nd->skip).compare(ktail);
       go_right = kStrict ? r <= 0 : r < 0;
@@ -355,6 +401,16 @@ template <unsigned F>
 inline unsigned lower_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<false>(nd, k); }
 template <unsigned F>
 inline unsigned upper_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<true>(nd, k); }
+
+// Whether slot i of a leaf holds key k; from the inline bytes alone when they hold the whole
+// key (Leaf::bits_of), else by reading the item.
+template <unsigned F>
+inline bool leaf_key_is(const Leaf<F>* nd, unsigned i, std::string_view k) noexcept {
+  const typename Leaf<F>::Bits b = nd->bits(i);
+  if (!Leaf<F>::whole(b)) return nd->key(i) == k;
+  return k.size() == nd->skip + (b & kLeafCountMask) && std::memcmp(k.data(), nd->lcp, nd->skip) == 0 &&
+         Leaf<F>::bits_of(k, nd->skip) == b;
+}
 
 // The child of an internal node whose key range holds k: the last slot with min key <= k.
 template <unsigned F>
@@ -378,7 +434,7 @@ struct View {
       prefetch_node(nd);
     }
     const unsigned pos = lower_bound(as_leaf(nd), k);
-    if (pos < nd->n && nd->key(pos) == k) return nd->keys[pos];
+    if (pos < nd->n && leaf_key_is(as_leaf(nd), pos, k)) return nd->keys[pos];
     return nullptr;
   }
 
@@ -430,8 +486,8 @@ struct View {
       const std::string_view k = nd->key(i);
       if (k.size() < nd->skip || std::memcmp(k.data(), nd->lcp, nd->skip) != 0)
         fail("key does not share the node prefix");
-      const bool fresh = nd->leaf ? as_leaf(nd)->bits(i) == key_bits<Leaf<F>::kKeyBytes>(k, nd->skip)
-                                  : as_inner(nd)->bits(i) == key_bits<Inner<F>::kKeyBytes>(k, nd->skip);
+      const bool fresh = nd->leaf ? as_leaf(nd)->bits(i) == Leaf<F>::bits_of(k, nd->skip)
+                                  : as_inner(nd)->bits(i) == Inner<F>::bits_of(k, nd->skip);
       if (!fresh) fail("stale inline key bytes");
       if (i > 0 && !(nd->key(i - 1) < k)) fail("keys out of order within a node");
     }
@@ -711,11 +767,12 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
       judged_leaf = lf;
       const int c = detail::compare_to_node_prefix(lf, *end);
       leaf_verdict = c > 0 ? 1 : (c < 0 ? -1 : 0);
-      if (leaf_verdict == 0) end_bits = detail::key_bits<detail::Leaf<F>::kKeyBytes>(*end, lf->skip);
+      if (leaf_verdict == 0) end_bits = detail::Leaf<F>::bits_of(*end, lf->skip);
     }
     if (leaf_verdict != 0) return leaf_verdict > 0;
     const auto bits = detail::as_leaf(lf)->bits(w.slot());
     if (bits != end_bits) return bits < end_bits;
+    if (detail::Leaf<F>::whole(bits)) return false;  // the key is the end itself
     return lf->key(w.slot()) < std::string_view(*end);
   };
 
@@ -1057,15 +1114,8 @@ class BasicTree {
   template <class Kind>
   static void shrink_skip(Kind* nd, std::size_t new_skip) noexcept {
     if (new_skip >= nd->skip) return;
-    constexpr unsigned W = Kind::kKeyBytes;
     const std::size_t gap = nd->skip - new_skip;
-    const std::size_t from_lcp = std::min<std::size_t>(gap, W);
-    for (unsigned i = 0; i < nd->n; ++i) {
-      unsigned char buf[2 * W + 4] = {};
-      std::memcpy(buf, nd->lcp + new_skip, from_lcp);
-      detail::store_bits<W>(nd->bits(i), buf + from_lcp);
-      nd->set_bits(i, detail::load_bits<W>(buf));
-    }
+    for (unsigned i = 0; i < nd->n; ++i) nd->set_bits(i, Kind::widened(nd->bits(i), nd->lcp + new_skip, gap));
     nd->skip = static_cast<std::uint8_t>(new_skip);
   }
 
@@ -1077,7 +1127,7 @@ class BasicTree {
                                                 detail::kMaxSkip);
     nd->skip = static_cast<std::uint8_t>(l);
     std::memcpy(nd->lcp, a.data(), l);
-    for (unsigned i = 0; i < nd->n; ++i) nd->set_bits(i, detail::key_bits<Kind::kKeyBytes>(nd->key(i), l));
+    for (unsigned i = 0; i < nd->n; ++i) nd->set_bits(i, Kind::bits_of(nd->key(i), l));
   }
 
   // Points slot i at `it` (a new minimum or a replacement item), keeping the prefix valid.
@@ -1085,7 +1135,7 @@ class BasicTree {
     if (nd->keys[i] == it) return;
     adopt_key(nd, it->key());
     nd->keys[i] = it;
-    nd->set_bits(i, detail::key_bits<Inner::kKeyBytes>(it->key(), nd->skip));
+    nd->set_bits(i, Inner::bits_of(it->key(), nd->skip));
   }
 
   // Opens slot `pos` (shifting the rest right) and fills its key; the caller fills the rest.
@@ -1094,7 +1144,7 @@ class BasicTree {
     adopt_key(nd, key_item->key());
     copy_slots(nd, pos + 1, nd, pos, nd->n - pos);
     nd->keys[pos] = key_item;
-    nd->set_bits(pos, detail::key_bits<Kind::kKeyBytes>(key_item->key(), nd->skip));
+    nd->set_bits(pos, Kind::bits_of(key_item->key(), nd->skip));
     ++nd->n;
   }
 
@@ -1113,7 +1163,7 @@ class BasicTree {
       const Item* key_item = s->keys[from];
       open_slot(d, to, key_item);
       copy_slots(d, to, s, from, 1);
-      d->set_bits(to, detail::key_bits<Kind::kKeyBytes>(key_item->key(), d->skip));  // d's own prefix
+      d->set_bits(to, Kind::bits_of(key_item->key(), d->skip));  // d's own prefix
       close_slot(s, from);
     });
   }
@@ -1156,7 +1206,7 @@ class BasicTree {
     if (nd->leaf) {
       auto* lf = detail::as_leaf(nd);
       unsigned pos = detail::lower_bound(lf, k);
-      if (pos < nd->n && nd->key(pos) == k) {
+      if (pos < nd->n && detail::leaf_key_is(lf, pos, k)) {
         const Item* old = nd->keys[pos];
         const std::uint64_t old_birth = lf->item_birth(pos);
         nd->keys[pos] = item;  // same key: the inline bytes stay right
