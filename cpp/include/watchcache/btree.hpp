@@ -366,51 +366,59 @@ inline void prefetch_node(const Node<F>* nd) noexcept {
   for (; p < end; p += 64) __builtin_prefetch(p);
 }
 
-// First slot whose key is >= k (kStrict=false) or > k (kStrict=true); N is Leaf or Inner.
+// Where a probe lands in a node: the first slot whose key is >= k (kStrict=false) or > k
+// (kStrict=true), and whether a key equal to k was met on the way (at `pos` when not
+// strict, at `pos - 1` when strict). Keys are unique, so a binary search that meets k
+// converges on it; reporting the tie saves get and put a second comparison of the prefix
+// and the integers.
+struct Landing {
+  unsigned pos = 0;
+  bool equal = false;
+};
+
+// N is Leaf or Inner.
 template <bool kStrict, class N>
-inline unsigned search(const N* nd, std::string_view k) noexcept {
+inline Landing land(const N* nd, std::string_view k) noexcept {
   const unsigned n = nd->n;
-  if (n == 0) return 0;
+  if (n == 0) return {};
   const int c = compare_to_node_prefix(nd, k);
-  if (c < 0) return 0;
-  if (c > 0) return n;
+  if (c < 0) return {};
+  if (c > 0) return {n, false};
   const typename N::Bits kp = N::bits_of(k, nd->skip);
   const std::string_view ktail = k.substr(nd->skip);
   unsigned lo = 0, hi = n;
+  bool equal = false;
   while (lo < hi) {
     const unsigned mid = (lo + hi) / 2;
     const typename N::Bits p = nd->bits(mid);
-    bool go_right;
-    if (p != kp) {
-      go_right = p < kp;
-    } else if (N::whole(p)) {
-      go_right = kStrict;  // the same key
-    } else {
-      const int r = nd->key(mid).substr(nd->skip).compare(ktail);
-      go_right = kStrict ? r <= 0 : r < 0;
-    }
-    if (go_right)
+    int r;
+    if (p != kp)
+      r = p < kp ? -1 : 1;
+    else if (N::whole(p))
+      r = 0;
+    else
+      r = nd->key(mid).substr(nd->skip).compare(ktail);
+    equal |= r == 0;
+    if (kStrict ? r <= 0 : r < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo;
+  return {lo, equal};
+}
+
+template <bool kStrict, class N>
+inline unsigned search(const N* nd, std::string_view k) noexcept {
+  return land<kStrict>(nd, k).pos;
 }
 
 template <unsigned F>
 inline unsigned lower_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<false>(nd, k); }
 template <unsigned F>
 inline unsigned upper_bound(const Leaf<F>* nd, std::string_view k) noexcept { return search<true>(nd, k); }
-
-// Whether slot i of a leaf holds key k; from the inline bytes alone when they hold the whole
-// key (Leaf::bits_of), else by reading the item.
+// The slot of a leaf that holds k, or where k would go; `equal` says which.
 template <unsigned F>
-inline bool leaf_key_is(const Leaf<F>* nd, unsigned i, std::string_view k) noexcept {
-  const typename Leaf<F>::Bits b = nd->bits(i);
-  if (!Leaf<F>::whole(b)) return nd->key(i) == k;
-  return k.size() == nd->skip + (b & kLeafCountMask) && std::memcmp(k.data(), nd->lcp, nd->skip) == 0 &&
-         Leaf<F>::bits_of(k, nd->skip) == b;
-}
+inline Landing leaf_find(const Leaf<F>* nd, std::string_view k) noexcept { return land<false>(nd, k); }
 
 // The child of an internal node whose key range holds k: the last slot with min key <= k.
 template <unsigned F>
@@ -433,9 +441,8 @@ struct View {
       nd = as_inner(nd)->child[child_index(as_inner(nd), k)];
       prefetch_node(nd);
     }
-    const unsigned pos = lower_bound(as_leaf(nd), k);
-    if (pos < nd->n && leaf_key_is(as_leaf(nd), pos, k)) return nd->keys[pos];
-    return nullptr;
+    const Landing at = leaf_find(as_leaf(nd), k);
+    return at.equal ? nd->keys[at.pos] : nullptr;
   }
 
   // Number of keys < k (kStrict=false) or <= k (kStrict=true).
@@ -742,8 +749,6 @@ struct SelectAll {
   bool operator()(const Item&) const noexcept { return true; }
 };
 
-// Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
-// continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
 // Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
 // continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
 //
@@ -1205,8 +1210,9 @@ class BasicTree {
     const std::string_view k = item->key();
     if (nd->leaf) {
       auto* lf = detail::as_leaf(nd);
-      unsigned pos = detail::lower_bound(lf, k);
-      if (pos < nd->n && detail::leaf_key_is(lf, pos, k)) {
+      const detail::Landing at = detail::leaf_find(lf, k);
+      unsigned pos = at.pos;
+      if (at.equal) {
         const Item* old = nd->keys[pos];
         const std::uint64_t old_birth = lf->item_birth(pos);
         nd->keys[pos] = item;  // same key: the inline bytes stay right
