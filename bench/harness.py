@@ -34,7 +34,7 @@ import httpx
 from watchcache.apiserver.loader import load_objects, make_object
 from watchcache.apiserver.resources import CONFIGMAPS
 from watchcache.etcd.client import EtcdClient
-from watchcache.etcd.process import EtcdCluster, free_ports
+from watchcache.etcd.process import EtcdCluster, die_with_parent_prefix, free_ports
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
@@ -182,17 +182,6 @@ async def load_configmaps(
 # The apiserver in a child process
 
 
-# The child asks Linux itself for SIGKILL when this process dies, then execs the server.
-# Not a preexec_fn: Python run between fork and exec can crash the child when gRPC's
-# threads hold locks here (seen: the server child died of SIGABRT before its exec).
-_EXEC_DYING_WITH_PARENT = (
-    "import ctypes, os, signal, sys;"
-    "ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0);"
-    "os.getppid() == int(sys.argv[1]) or os._exit(1);"
-    "os.execv(sys.argv[2], sys.argv[2:])"
-)
-
-
 class Server:
     """The apiserver on a free port, serving configmaps from ``endpoints``, in a child
     process of its own (so its CPU time and RSS are its own): ``watchcache serve``, or with
@@ -228,7 +217,7 @@ class Server:
         started = time.perf_counter()
         # Dies with this process even when it is killed outright, as etcd does.
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _EXEC_DYING_WITH_PARENT, str(os.getpid()), *self.command],
+            [*die_with_parent_prefix(), *self.command],
             stdout=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
         )

@@ -106,19 +106,6 @@ grep -q "4242 byte(s)" "$build/canary.log" || {
 echo "asan-python: pytest $* under ASan + UBSan + LeakSanitizer" >&2
 start=$SECONDS
 status=0
-"${sanitized[@]}" "$venv/bin/python" - -p no:cacheprovider "$@" <<'EOF' || status=$?
-import sys
-
-import pytest
-
-import watchcache.etcd.process
-
-# EtcdMember.start gives etcd a preexec_fn (die with the parent), Python code that runs in
-# the child between fork and exec. Under ASan it deadlocks there whenever a gRPC thread held
-# ASan's allocator lock at the fork (gcc 12's runtime does not take it around fork). Without
-# the hook etcd is still stopped by PID at teardown; it only would not die with a killed run.
-watchcache.etcd.process._die_with_parent = None
-sys.exit(pytest.main(sys.argv[1:]))
-EOF
+"${sanitized[@]}" "$venv/bin/python" -m pytest -p no:cacheprovider "$@" || status=$?
 echo "asan-python: exit status $status after $((SECONDS - start)) s" >&2
 exit "$status"

@@ -361,18 +361,12 @@ async def leader(client: EtcdClient, cluster: EtcdCluster) -> EtcdMember:
 async def restart(cluster: EtcdCluster, *members: EtcdMember) -> None:
     """Start ``members`` again on their ports and data dirs and wait until they are healthy.
 
-    From a worker thread: on the main thread EtcdMember.start forks with a ``preexec_fn``
-    (to die with the parent), and running Python between fork and exec while gRPC's threads
-    hold locks can crash the child (seen here: the member's log held "Fatal Python error:
-    Segmentation fault"). The fixture still stops every member by PID."""
-
-    def start() -> None:
-        for member in members:
-            member.start()
-        # With every member down, none is healthy before a quorum is back: start all first.
-        cluster.wait_healthy(members)
-
-    await asyncio.to_thread(start)
+    The members start on this (the main) thread, so they die with the test run like the
+    fixture's own; only the wait, which blocks, runs on a worker thread."""
+    for member in members:
+        member.start()
+    # With every member down, none is healthy before a quorum is back: start all first.
+    await asyncio.to_thread(cluster.wait_healthy, members)
 
 
 def cache_on_follower(cluster: EtcdCluster) -> Callable[[Run], Awaitable[None]]:

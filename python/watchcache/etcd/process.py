@@ -8,7 +8,6 @@ Every process is tracked by its PID and stopped by it; a cluster member can be k
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shutil
@@ -65,16 +64,18 @@ def find_etcd_binary(suite: str = "trixie", *, install: bool = True) -> Path:
     )
 
 
-_PR_SET_PDEATHSIG = 1
+def die_with_parent_prefix() -> list[str]:
+    """A command prefix that makes the child get SIGKILL when the thread that started it dies.
 
-
-def _die_with_parent() -> None:
-    """In the forked child: ask Linux for SIGKILL when the parent goes away."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    util-linux's ``setpriv`` sets the parent-death signal and then execs the real command,
+    which keeps its PID. A ``preexec_fn`` would do the same from Python, but it makes
+    ``subprocess`` fork instead of vfork and run interpreter code in the child; with gRPC's
+    threads alive that child has crashed in gRPC's fork handlers and deadlocked on an
+    allocator lock held at the fork. Empty when ``setpriv`` is missing: the child is then
+    only stopped by PID.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 def free_ports(count: int) -> list[int]:
@@ -163,14 +164,14 @@ class EtcdMember:
         # killed test run or server leaves no orphan. Not from other threads: the signal
         # follows the *thread* that started the child, and pool threads come and go.
         on_main_thread = threading.current_thread() is threading.main_thread()
+        prefix = die_with_parent_prefix() if on_main_thread else []
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                self.command(),
+                [*prefix, *self.command()],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if on_main_thread else None,  # noqa: PLW1509
             )
 
     def stop(self, *, kill: bool = False, timeout: float = 10.0) -> None:
