@@ -575,34 +575,39 @@ class Walker {
     return next();
   }
 
-  bool next() noexcept {
+  // The step inside a leaf is forced inline and the leaf change is not: left to itself, GCC
+  // stops inlining next() in a large translation unit (the Python module, engine_bench),
+  // and a call per item keeps fewer iterations, so fewer item loads, in flight. Measured at
+  // 1M keys, a Cursor reading each key: 17-18 ns per item with the call, 13-14 inline.
+  [[gnu::always_inline]] bool next() noexcept {
     if (!valid_) return false;
     const unsigned leaf = leaf_level();
-    if (++idx_[leaf] < node_[leaf]->n) {
-      // Entering a leaf's second slot: start fetching the next leaf while this one is read.
-      if (idx_[leaf] == 1 && leaf > 0 && idx_[leaf - 1] + 1u < node_[leaf - 1]->n)
-        prefetch_node(as_inner(node_[leaf - 1])->child[idx_[leaf - 1] + 1u]);
+    const unsigned slot = ++idx_[leaf];
+    if (slot < node_[leaf]->n) [[likely]] {
+      if (slot == 1) prefetch_right_leaf();
       return true;
     }
-    // Climb to the deepest ancestor with a right neighbour; `level` counts from 1.
-    unsigned level = leaf;
-    while (level > 0 && idx_[level - 1] + 1u >= node_[level - 1]->n) --level;
-    if (level == 0) return valid_ = false;
-    ++idx_[--level];
-    for (unsigned l = level; l < leaf; ++l) {
-      node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
-      idx_[l + 1] = 0;
-    }
-    return true;
+    return next_leaf();
   }
 
-  bool prev() noexcept {
+  // Split like next().
+  [[gnu::always_inline]] bool prev() noexcept {
     if (!valid_) return false;
     const unsigned leaf = leaf_level();
-    if (idx_[leaf] > 0) {
+    if (idx_[leaf] > 0) [[likely]] {
       --idx_[leaf];
       return true;
     }
+    return prev_leaf();
+  }
+
+ private:
+  unsigned leaf_level() const noexcept { return view_.height - 1; }
+
+  // Before a leaf's first slot: climb to the deepest ancestor with a left neighbour and
+  // descend its rightmost path.
+  [[gnu::noinline]] bool prev_leaf() noexcept {
+    const unsigned leaf = leaf_level();
     unsigned level = leaf;
     while (level > 0 && idx_[level - 1] == 0) --level;
     if (level == 0) return valid_ = false;
@@ -614,8 +619,27 @@ class Walker {
     return true;
   }
 
- private:
-  unsigned leaf_level() const noexcept { return view_.height - 1; }
+  // Entering a leaf's second slot: start fetching the next leaf while this one is read.
+  [[gnu::noinline]] void prefetch_right_leaf() const noexcept {
+    const unsigned leaf = leaf_level();
+    if (leaf > 0 && idx_[leaf - 1] + 1u < node_[leaf - 1]->n)
+      prefetch_node(as_inner(node_[leaf - 1])->child[idx_[leaf - 1] + 1u]);
+  }
+
+  // Past a leaf's last slot: climb to the deepest ancestor with a right neighbour and
+  // descend its leftmost path.
+  [[gnu::noinline]] bool next_leaf() noexcept {
+    const unsigned leaf = leaf_level();
+    unsigned level = leaf;  // counts from 1
+    while (level > 0 && idx_[level - 1] + 1u >= node_[level - 1]->n) --level;
+    if (level == 0) return valid_ = false;
+    ++idx_[--level];
+    for (unsigned l = level; l < leaf; ++l) {
+      node_[l + 1] = as_inner(node_[l])->child[idx_[l]];
+      idx_[l + 1] = 0;
+    }
+    return true;
+  }
 
   bool descend_edge(bool last) noexcept {
     valid_ = false;
@@ -647,6 +671,44 @@ inline std::optional<std::string> prefix_end(std::string_view prefix) {
   end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
   return end;
 }
+
+// Whether a walker's key is below a range's end (none: no end). Staying inside the range
+// must not cost a key dereference per item (each is a cache miss): the end is judged once
+// per leaf against the leaf's common prefix — all keys below it, none, or undecided — and
+// only an undecided leaf compares per slot, by its inline bytes. The per-item test is
+// forced inline, for the reason given at Walker::next.
+template <unsigned F>
+class RangeEnd {
+ public:
+  explicit RangeEnd(const std::optional<std::string>& end) noexcept : end_(end) {}
+
+  [[gnu::always_inline]] bool admits(const Walker<F>& w) noexcept {
+    if (!end_) return true;
+    if (w.leaf() != judged_) judge(w.leaf());
+    if (verdict_ != 0) return verdict_ > 0;
+    return admits_slot(w);
+  }
+
+ private:
+  [[gnu::noinline]] void judge(const Node<F>* leaf) noexcept {
+    judged_ = leaf;
+    const int c = compare_to_node_prefix(leaf, *end_);
+    verdict_ = c > 0 ? 1 : (c < 0 ? -1 : 0);
+    if (verdict_ == 0) end_bits_ = Leaf<F>::bits_of(*end_, leaf->skip);
+  }
+
+  bool admits_slot(const Walker<F>& w) const noexcept {
+    const auto bits = as_leaf(w.leaf())->bits(w.slot());
+    if (bits != end_bits_) return bits < end_bits_;
+    if (Leaf<F>::whole(bits)) return false;  // the key is the end itself
+    return w.leaf()->key(w.slot()) < std::string_view(*end_);
+  }
+
+  const std::optional<std::string>& end_;
+  const Node<F>* judged_ = nullptr;
+  int verdict_ = 1;  // 1: every key of the judged leaf below the end; -1: none; 0: per slot
+  typename Leaf<F>::Bits end_bits_ = 0;
+};
 
 }  // namespace detail
 
@@ -750,11 +812,8 @@ struct SelectAll {
 };
 
 // Scans a snapshot: seek, walk the prefix range, filter, stop at the limit, then report the
-// continuation. O(log n + scanned). Thread-safe; call it with the GIL released.
-//
-// Staying inside the range must not cost a key dereference per item (each is a cache miss):
-// the range end is judged once per leaf against the leaf's common prefix — all keys below
-// it, none, or undecided — and only an undecided leaf compares per slot, by its inline bytes.
+// continuation. O(log n + scanned). Thread-safe; call it with the GIL released. The range
+// end is checked per leaf, not per key (RangeEnd).
 template <unsigned F, class Pred = SelectAll>
 BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, const Pred& pred = {}) {
   BasicScanResult<F> out;
@@ -762,25 +821,7 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
   const auto& view = snap.view();
   const std::optional<std::string> end = detail::prefix_end(opts.prefix);
 
-  const detail::Node<F>* judged_leaf = nullptr;
-  int leaf_verdict = 1;  // 1: every key below end; -1: none; 0: compare per slot
-  typename detail::Leaf<F>::Bits end_bits = 0;
-  auto in_range = [&](const detail::Walker<F>& w) {
-    if (!end) return true;
-    const detail::Node<F>* lf = w.leaf();
-    if (lf != judged_leaf) {
-      judged_leaf = lf;
-      const int c = detail::compare_to_node_prefix(lf, *end);
-      leaf_verdict = c > 0 ? 1 : (c < 0 ? -1 : 0);
-      if (leaf_verdict == 0) end_bits = detail::Leaf<F>::bits_of(*end, lf->skip);
-    }
-    if (leaf_verdict != 0) return leaf_verdict > 0;
-    const auto bits = detail::as_leaf(lf)->bits(w.slot());
-    if (bits != end_bits) return bits < end_bits;
-    if (detail::Leaf<F>::whole(bits)) return false;  // the key is the end itself
-    return lf->key(w.slot()) < std::string_view(*end);
-  };
-
+  detail::RangeEnd<F> in_range(end);
   detail::Walker<F> w(view);
   if (opts.start && *opts.start >= opts.prefix)
     w.seek(*opts.start, !opts.start_inclusive);
@@ -791,7 +832,7 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
   constexpr bool kFiltered = !std::is_same_v<Pred, SelectAll>;
   const detail::Node<F>* fetched_leaf = nullptr;
   bool limited = false;
-  while (w.valid() && in_range(w)) {
+  while (w.valid() && in_range.admits(w)) {
     if constexpr (kFiltered) {
       // A selector reads every item: ask for all of this leaf's items at once so their
       // misses overlap rather than arriving one per item. The key, labels and fields of an
@@ -819,7 +860,7 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
   }
   if (limited) {
     const std::size_t last_position = w.position();
-    if (w.next() && in_range(w)) {
+    if (w.next() && in_range.admits(w)) {
       out.next_key = std::string(out.items.back()->key()) + '\0';
       const std::size_t upto = end ? view.template rank<false>(*end) : view.size;
       out.remaining = upto - (last_position + 1);
