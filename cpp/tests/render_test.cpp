@@ -117,5 +117,25 @@ TEST_F(RenderTest, SizeMatchesRenderedLengthForManyShapes) {
   }
 }
 
+// Values long enough for the block copy, at every remainder around its boundaries: each
+// value's bytes (all distinct within a value) arrive whole, in place, in order.
+TEST_F(RenderTest, LongValuesArriveWholeAtEveryLength) {
+  const ListRenderer r("K", "v", "{}");
+  std::vector<std::string> texts;
+  for (std::size_t len : {255u, 256u, 257u, 319u, 320u, 321u, 383u, 1023u, 1024u, 1025u, 4097u}) {
+    std::string t = "\"";
+    for (std::size_t i = 0; t.size() + 1 < len; ++i) t.push_back(static_cast<char>('a' + (i * 7 + len) % 26));
+    t.push_back('"');
+    texts.push_back(std::move(t));
+  }
+  std::vector<std::string_view> values(texts.begin(), texts.end());
+  const auto its = items(values);
+  std::string want = R"({"kind":"K","apiVersion":"v","metadata":{},"items":[)";
+  for (std::size_t i = 0; i < texts.size(); ++i) want += (i ? "," : "") + texts[i];
+  want += "]}";
+  EXPECT_EQ(render_guarded(r, its), want);
+  EXPECT_EQ(r.size(its), want.size());
+}
+
 }  // namespace
 }  // namespace watchcache

@@ -47,7 +47,7 @@ class ListRenderer {
         std::memcpy(out, "null", 4);
         out += 4;
       } else {
-        std::memcpy(out, v.data(), v.size());
+        copy_value(out, v);
         out += v.size();
       }
     }
@@ -62,6 +62,22 @@ class ListRenderer {
   }
 
  private:
+  // A value past a few hundred bytes is copied by a plain forward loop of 64-byte blocks
+  // (inlined moves), not by one memcpy call per value. On an AMD EPYC machine, rendering
+  // 500 x 1 KB values that are each a cache miss away took 60-94 us with glibc's memcpy
+  // (its AVX-512, AVX2 and SSE2 variants alike) and 45-54 us with this loop, alternating on
+  // the same data; why memcpy's larger-size path streams worse here was not pinned down.
+  // Short values are as fast either way and keep the single call.
+  static void copy_value(char* out, std::string_view v) noexcept {
+    constexpr std::size_t kBlock = 64, kShort = 256;
+    const char* src = v.data();
+    std::size_t n = v.size();
+    if (n > kShort) {
+      for (; n >= kBlock; n -= kBlock, src += kBlock, out += kBlock) std::memcpy(out, src, kBlock);
+    }
+    std::memcpy(out, src, n);
+  }
+
   std::string head_;
 };
 
