@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,20 @@ PyTypeObject* item_type() noexcept;  // set by register_item()
 PyObject* new_item_object(ItemRef ref) noexcept;
 inline bool is_item(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), item_type()); }
 inline PyItem& item_of(py::handle h) noexcept { return reinterpret_cast<ItemObject*>(h.ptr())->value; }
+
+// Snapshot's Python type is a plain C type too (register_tree.cpp), for the same reason and
+// because taking one is the hottest call of all: a pybind11 instance cost about as much to
+// register, unregister and box as the O(1) snapshot itself. Its methods are still pybind11
+// functions (PlainType in plain_type.hpp), reached through the caster below.
+struct SnapshotObject {
+  PyObject_HEAD
+  Snapshot value;
+};
+PyTypeObject* snapshot_type() noexcept;  // set by register_tree()
+// A new Snapshot object holding `snap`; nullptr with a Python error set when out of memory.
+PyObject* new_snapshot_object(Snapshot snap) noexcept;
+inline bool is_snapshot(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), snapshot_type()); }
+inline Snapshot& snapshot_of(py::handle h) noexcept { return reinterpret_cast<SnapshotObject*>(h.ptr())->value; }
 
 struct PySelector {
   std::shared_ptr<const Selector> selector;
@@ -220,6 +235,35 @@ inline std::vector<ItemRef> entries_in_key_order(py::handle entries) {
   return items;
 }
 
+// For functions written against the raw C API (C types' slots, raw methods): runs `fn` and
+// turns a C++ exception into the Python error it stands for; `fail` is what the function
+// returns on error.
+template <class Fn, class R>
+R guarded(Fn&& fn, R fail) noexcept {
+  try {
+    return fn();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::out_of_range& e) {  // pybind11's own translation of the std exceptions
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const std::overflow_error& e) {
+    PyErr_SetString(PyExc_OverflowError, e.what());
+  } catch (const std::invalid_argument& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::length_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::domain_error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return fail;
+}
+
 // Builds the pairs / keys / values lists of a page with the raw C API.
 enum class ListShape { Keys, Values, Pairs };
 
@@ -316,6 +360,36 @@ struct type_caster<watchcache::bindings::PyItem> {
 
  private:
   PyItem* value_ = nullptr;
+};
+
+// Snapshot objects to and from Snapshot for pybind11 signatures: loading borrows the
+// object's own Snapshot; returning moves (or copies: one more pin) it into a new object.
+template <>
+struct type_caster<watchcache::Snapshot> {
+  using Snapshot = watchcache::Snapshot;
+  static constexpr auto name = const_name("Snapshot");
+
+  bool load(handle src, bool /*convert*/) {
+    if (!watchcache::bindings::is_snapshot(src)) return false;
+    value_ = &watchcache::bindings::snapshot_of(src);
+    return true;
+  }
+  static handle cast(const Snapshot& src, return_value_policy policy, handle parent) {
+    return cast(Snapshot(src), policy, parent);
+  }
+  static handle cast(Snapshot&& src, return_value_policy /*policy*/, handle /*parent*/) {
+    PyObject* obj = watchcache::bindings::new_snapshot_object(std::move(src));
+    if (!obj) throw error_already_set();
+    return obj;
+  }
+
+  template <typename T>
+  using cast_op_type = pybind11::detail::cast_op_type<T>;
+  operator Snapshot*() { return value_; }
+  operator Snapshot&() { return *value_; }
+
+ private:
+  Snapshot* value_ = nullptr;
 };
 
 }  // namespace pybind11::detail

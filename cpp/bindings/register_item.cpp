@@ -2,7 +2,6 @@
 // keeps the item alive through the exporter object. A plain C type: see ItemObject in
 // convert.hpp for why it is not a pybind11 class.
 #include <new>
-#include <stdexcept>
 
 #include "convert.hpp"
 
@@ -11,34 +10,6 @@ namespace watchcache::bindings {
 namespace {
 
 PyTypeObject* g_item_type = nullptr;
-
-// Runs `fn` and turns a C++ exception into the Python error it stands for; `fail` is what
-// the slot returns on error.
-template <class Fn, class R>
-R guarded(Fn&& fn, R fail) noexcept {
-  try {
-    return fn();
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const py::builtin_exception& e) {
-    e.set_error();
-  } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
-  } catch (const std::out_of_range& e) {  // pybind11's own translation of the std exceptions
-    PyErr_SetString(PyExc_IndexError, e.what());
-  } catch (const std::overflow_error& e) {
-    PyErr_SetString(PyExc_OverflowError, e.what());
-  } catch (const std::invalid_argument& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const std::length_error& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const std::domain_error& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return fail;
-}
 
 const Item& item(PyObject* self) noexcept { return *reinterpret_cast<ItemObject*>(self)->value.ref; }
 

@@ -7,7 +7,10 @@
 // Tree keep it (the Tree has one writer, serialized by the GIL).
 #include <pybind11/pybind11.h>
 
+#include <new>
+
 #include "convert.hpp"
+#include "plain_type.hpp"
 #include "watchcache/render.hpp"
 
 namespace watchcache::bindings {
@@ -235,12 +238,62 @@ Snapshot snapshot_from_items(py::handle entries) {
   return t.snapshot();
 }
 
+PyTypeObject* g_snapshot_type = nullptr;
+
+void snapshot_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  reinterpret_cast<SnapshotObject*>(self)->value.~Snapshot();
+  type->tp_free(self);
+  Py_DECREF(type);  // a heap type: each instance holds a reference to it
+}
+
+PyType_Slot snapshot_slots[] = {
+    {Py_tp_doc, const_cast<char*>("An immutable view of a Tree at one moment (Tree.snapshot()).")},
+    {Py_tp_dealloc, reinterpret_cast<void*>(snapshot_dealloc)},
+    {0, nullptr},
+};
+
+// Not instantiable from Python: snapshots come from Tree.snapshot(), a registry or unpickling.
+PyType_Spec snapshot_spec = {
+    "watchcache._core.Snapshot",
+    sizeof(SnapshotObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    snapshot_slots,
+};
+
+// Tree.snapshot() as a raw method: pybind11's dispatcher (argument loading, overload
+// records, return casting) cost about half of the call, and a snapshot is what a watch
+// cache takes per event. The Tree itself is still found through pybind11's caster.
+PyObject* tree_snapshot(PyObject* self, PyObject* /*unused*/) {
+  py::detail::make_caster<Tree> tree;
+  if (!tree.load(self, /*convert=*/false)) {
+    PyErr_Format(PyExc_TypeError, "snapshot() needs a Tree, not %s", Py_TYPE(self)->tp_name);
+    return nullptr;
+  }
+  Tree& t = py::detail::cast_op<Tree&>(tree);
+  return guarded([&] { return new_snapshot_object(t.snapshot()); }, static_cast<PyObject*>(nullptr));
+}
+
+PyMethodDef tree_snapshot_def = {
+    "snapshot", tree_snapshot, METH_NOARGS,
+    "snapshot($self, /)\n--\n\nAn immutable view of the tree as it is now. O(1), independent of size."};
+
 const Item* cursor_item(const Cursor& c) {
   if (!c.valid()) throw py::key_error("cursor is not positioned on an item");
   return c.item();
 }
 
 }  // namespace
+
+PyTypeObject* snapshot_type() noexcept { return g_snapshot_type; }
+
+PyObject* new_snapshot_object(Snapshot snap) noexcept {
+  PyObject* self = g_snapshot_type->tp_alloc(g_snapshot_type, 0);
+  if (!self) return nullptr;
+  new (&reinterpret_cast<SnapshotObject*>(self)->value) Snapshot(std::move(snap));
+  return self;
+}
 
 void register_tree(py::module_& m) {
   py::class_<RangeIterator>(m, "_RangeIterator")
@@ -310,7 +363,11 @@ void register_tree(py::module_& m) {
       .def("next", &Cursor::next)
       .def("prev", &Cursor::prev);
 
-  py::class_<Snapshot> snapshot(m, "Snapshot");
+  PyObject* snapshot_type_object = PyType_FromSpec(&snapshot_spec);
+  if (!snapshot_type_object) throw py::error_already_set();
+  g_snapshot_type = reinterpret_cast<PyTypeObject*>(snapshot_type_object);  // the module keeps it alive
+  m.add_object("Snapshot", py::reinterpret_steal<py::object>(snapshot_type_object));
+  PlainType<Snapshot> snapshot(snapshot_type_object);
   bind_read_view(
       snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
   snapshot.def_property_readonly("version", &Snapshot::version)
@@ -418,13 +475,15 @@ void register_tree(py::module_& m) {
           },
           py::arg("key"), py::arg("default") = py::none())
       .def("clear", &Tree::clear)
-      .def("snapshot", &Tree::snapshot)
       .def_property_readonly("version", &Tree::version)
       .def_property_readonly("nbytes", &Tree::nbytes)
       .def("collect", &Tree::collect)
       .def("__repr__", [](const Tree& t) {
         return "<Tree len=" + std::to_string(t.size()) + " version=" + std::to_string(t.version()) + ">";
       });
+  PyObject* snapshot_method = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(tree.ptr()), &tree_snapshot_def);
+  if (!snapshot_method) throw py::error_already_set();
+  py::setattr(tree, "snapshot", py::reinterpret_steal<py::object>(snapshot_method));
 }
 
 }  // namespace watchcache::bindings

@@ -509,3 +509,22 @@ def test_stepping_an_unpositioned_cursor_does_not_crash(step: str) -> None:
         assert moved is cursor.valid
         if moved:
             assert cursor.key in tree
+
+
+def test_snapshots_come_only_from_a_tree_a_registry_or_unpickling() -> None:
+    with pytest.raises(TypeError, match="cannot create"):
+        _core.Snapshot()
+    tree, _ = loaded_tree()
+    snapshot = tree.snapshot()
+    assert type(snapshot) is _core.Snapshot
+    # A method of one type called on the other is refused, not misread.
+    foreign: Any = snapshot
+    with pytest.raises(TypeError):
+        _core.Tree.snapshot(foreign)
+    with pytest.raises(TypeError):
+        _core.Snapshot.scan(tree, limit=1)
+    with pytest.raises(TypeError):
+        _core.Snapshot.__len__(tree)
+    with pytest.raises(TypeError):
+        _core.Tree.snapshot(tree, 1)  # type: ignore[call-arg]
+    assert snapshot.items() == [("a", b"1"), ("b", b"2")]
