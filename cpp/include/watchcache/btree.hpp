@@ -1249,42 +1249,27 @@ class BasicTree {
 
   Grown insert(Node* nd, const Item* item) {
     const std::string_view k = item->key();
-    if (nd->leaf) {
-      auto* lf = detail::as_leaf(nd);
-      const detail::Landing at = detail::leaf_find(lf, k);
-      unsigned pos = at.pos;
-      if (at.equal) {
-        const Item* old = nd->keys[pos];
-        const std::uint64_t old_birth = lf->item_birth(pos);
-        nd->keys[pos] = item;  // same key: the inline bytes stay right
-        lf->age[pos] = 0;
-        bytes_ += item->nbytes();
-        // Take the reference before retiring: with no snapshot pinning it, the old item
-        // may be freed by this very put.
-        if (replaced_) *replaced_ = ItemRef::share(old);
-        retire_item(old, old_birth);
-        return {};
-      }
-      bytes_ += item->nbytes();
-      Node* target = nd;
-      Node* sibling = nullptr;
-      if (nd->n == F) {
-        sibling = split_off(nd);
-        if (pos > nd->n) {
-          pos -= nd->n;
-          target = sibling;
-        }
-      }
-      open_slot(detail::as_leaf(target), pos, item);
-      detail::as_leaf(target)->age[pos] = 0;
-      return {true, sibling, sibling ? sibling->n : 0u};
-    }
+    if (nd->leaf) return insert_in_leaf(detail::as_leaf(nd), detail::leaf_find(detail::as_leaf(nd), k), item);
     auto* in = detail::as_inner(nd);
     const unsigned i = detail::child_index(in, k);
-    detail::prefetch_node(in->child[i]);
-    Node* c = make_writable(in->child[i]);
-    in->child[i] = c;
-    const Grown below = insert(c, item);
+    Node* child = in->child[i];
+    detail::prefetch_node(child);
+    Grown below;
+    Node* c;
+    if (child->leaf) {
+      // The leaf is searched before it is copied (a copy has the same slots, so the landing
+      // holds for it): a replaced item is then asked for while the copy is made, instead of
+      // after it, when its size is read for the accounting (retire_item).
+      const detail::Landing at = detail::leaf_find(detail::as_leaf(child), k);
+      if (at.equal) __builtin_prefetch(child->keys[at.pos]);
+      c = make_writable(child);
+      in->child[i] = c;
+      below = insert_in_leaf(detail::as_leaf(c), at, item);
+    } else {
+      c = make_writable(child);
+      in->child[i] = c;
+      below = insert(c, item);
+    }
     if (below.inserted) ++in->count[i];
     set_key(in, i, c->keys[0]);
     if (!below.sibling) return {below.inserted, nullptr, 0};
@@ -1304,6 +1289,37 @@ class BasicTree {
     detail::as_inner(target)->count[pos] = below.sibling_count;
     return {below.inserted, sibling, sibling ? subtree_count(sibling) : 0};
   }
+
+  // Puts `item` into the writable leaf nd, where `at` says its key lands.
+  Grown insert_in_leaf(Leaf* lf, detail::Landing at, const Item* item) {
+    unsigned pos = at.pos;
+    if (at.equal) {
+      const Item* old = lf->keys[pos];
+      const std::uint64_t old_birth = lf->item_birth(pos);
+      lf->keys[pos] = item;  // same key: the inline bytes stay right
+      lf->age[pos] = 0;
+      bytes_ += item->nbytes();
+      // Take the reference before retiring: with no snapshot pinning it, the old item
+      // may be freed by this very put.
+      if (replaced_) *replaced_ = ItemRef::share(old);
+      retire_item(old, old_birth);
+      return {};
+    }
+    bytes_ += item->nbytes();
+    Leaf* target = lf;
+    Leaf* sibling = nullptr;
+    if (lf->n == F) {
+      sibling = detail::as_leaf(split_off(lf));
+      if (pos > lf->n) {
+        pos -= lf->n;
+        target = sibling;
+      }
+    }
+    open_slot(target, pos, item);
+    target->age[pos] = 0;
+    return {true, sibling, sibling ? sibling->n : 0u};
+  }
+
 
   // Erases k (known to be present) below the writable node nd.
   void erase_from(Node* nd, std::string_view k) {
