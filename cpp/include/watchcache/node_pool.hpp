@@ -15,6 +15,15 @@
 // arena locks, atomic shared_ptr counts), which cost a plain Tree 10-20 % per put in the
 // microbenchmarks; a watch cache runs among the event loop's and gRPC's threads anyway.
 //
+// Slabs are transparent huge pages (2 MB, aligned, MADV_HUGEPAGE) where the kernel allows
+// them: a read or copy of a node in a large tree is a TLB miss besides a cache miss, and on
+// a virtual machine a 4 KB page walk is itself several memory reads. Measured with two
+// builds in one process, alternating batches at 1M keys (an A/B probe outside the repo) on
+// an AMD EPYC VM, two runs: update with an older snapshot 0.91x, get 0.93-0.95x,
+// snapshot-put-drop 0.95-0.97x, write after a fresh snapshot in a window of 1000
+// 0.94-0.97x (against 1 MB slabs of 4 KB pages).
+// Where THP is off or unsupported the advice is refused and the slabs use small pages.
+//
 // Memory taken from the OS is kept for reuse and never returned (as most allocators keep
 // a heap's high-water mark); the ready reserve is kReadySlabs slabs. Two size classes are
 // expected per fan-out (leaf, internal node); each has its own list and lock, and any
@@ -41,8 +50,8 @@ namespace watchcache::detail {
 
 class NodePool {
  public:
-  static constexpr std::size_t kSlabBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kReadySlabs = 4;
+  static constexpr std::size_t kSlabBytes = std::size_t{2} << 20;  // one huge page
+  static constexpr std::size_t kReadySlabs = 2;
   static constexpr std::size_t kPage = 4096;
   static constexpr std::size_t kMaxClasses = 16;  // node sizes: two per fan-out in use
 
@@ -143,10 +152,20 @@ class NodePool {
     return slab ? slab : map_slab(false);
   }
 
+  // A slab aligned to its size, so that it can be one huge page: twice the size is mapped
+  // and the misaligned ends are unmapped again.
   static char* map_slab(bool touch) {
-    void* m = ::mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* m = ::mmap(nullptr, 2 * kSlabBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
-    auto* slab = static_cast<char*>(m);
+    auto* mapped = static_cast<char*>(m);
+    const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(mapped) & (kSlabBytes - 1);
+    char* slab = offset ? mapped + (kSlabBytes - offset) : mapped;
+    if (slab != mapped) ::munmap(mapped, static_cast<std::size_t>(slab - mapped));
+    if (slab + kSlabBytes != mapped + 2 * kSlabBytes)
+      ::munmap(slab + kSlabBytes, static_cast<std::size_t>(mapped + 2 * kSlabBytes - (slab + kSlabBytes)));
+#ifdef MADV_HUGEPAGE
+    ::madvise(slab, kSlabBytes, MADV_HUGEPAGE);  // advice only: refused where THP is off
+#endif
     if (touch) {
       for (std::size_t off = 0; off < kSlabBytes; off += kPage) {
         // A volatile store: the point is the page fault, which the compiler must not drop.
