@@ -2,10 +2,11 @@
 // blocks cover what was asked, within the class spacing; blocks are distinct, aligned and
 // keep what is written to them; a freed block comes back, last in first out, to the next
 // allocation of its class and to no other; a span whose blocks are all free serves another
-// class; empty chunks beyond the spares are unmapped; large blocks go to operator new; once
-// a thread has started the lock is taken; threads allocating and freeing at once never get
-// one block twice (run under TSan in make test). Under ASan the heap poisons what it holds,
-// so any test that touched a block after freeing it would fail there.
+// class; empty chunks are kept up to the chunks in use, else unmapped down to the spares;
+// large blocks go to operator new; once a thread has started the lock is taken; threads
+// allocating and freeing at once never get one block twice (run under TSan in make test).
+// Under ASan the heap poisons what it holds, so any test that touched a block after
+// freeing it would fail there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,6 +118,27 @@ TEST(ItemHeap, FreeSpansServeOtherClassesAndEmptyChunksAreUnmapped) {
   EXPECT_EQ(heap.chunks(), chunks_kept);
   for (void* p : blocks) heap.release(p, 3000);
   EXPECT_EQ(heap.spans_in_use(), spans_before);
+}
+
+// A cache rebuilt beside its old contents keeps the memory for the next rebuild; one
+// emptied for good returns all but the spares.
+TEST(ItemHeap, EmptyChunksAreKeptUpToTheChunksInUse) {
+  Heap& heap = Heap::instance();
+  const std::size_t chunks_before = heap.chunks();
+  const std::size_t per_chunk = Heap::kChunkBytes / Heap::block_size_for(184);
+  std::vector<void*> old_contents, rebuilt;
+  for (std::size_t i = 0; i < 4 * per_chunk; ++i) old_contents.push_back(heap.allocate(184));
+  for (std::size_t i = 0; i < 4 * per_chunk; ++i) rebuilt.push_back(heap.allocate(184));
+  const std::size_t both = heap.chunks();
+  for (void* p : old_contents) heap.release(p, 184);
+  EXPECT_EQ(heap.chunks(), both) << "as many empty chunks as chunks in use are kept";
+  // Built again: into the kept chunks, nothing mapped.
+  old_contents.clear();
+  for (std::size_t i = 0; i < 4 * per_chunk; ++i) old_contents.push_back(heap.allocate(184));
+  EXPECT_EQ(heap.chunks(), both);
+  for (void* p : old_contents) heap.release(p, 184);
+  for (void* p : rebuilt) heap.release(p, 184);
+  EXPECT_LE(heap.chunks(), chunks_before + Heap::kSpareChunks);
 }
 
 TEST(ItemHeap, LargeBlocksAreNotTheHeaps) {

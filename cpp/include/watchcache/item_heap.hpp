@@ -30,10 +30,15 @@
 // span to the front of its class's list of spans with room, so the next item of the class
 // gets the block just freed, whose line is still in cache (a watch cache frees one item
 // and makes one per write). A span whose blocks are all free goes back to the free spans,
-// for any class. A chunk whose spans are all free is kept while fewer than kSpareChunks
-// are, else unmapped. Memory is therefore held by live items plus the unused part of the
-// spans they are in: like any allocator that keeps a size per span (not per block), items
-// of a class freed at random leave spans partly used until they fill again.
+// for any class. A chunk whose spans are all free is kept while there are fewer empty
+// chunks than chunks in use (at least kSpareChunks), else unmapped: a cache that is rebuilt
+// beside its old contents (a relist) keeps the memory for the next rebuild, since a fresh
+// huge page costs a fault, zeroing and often compaction (first touch of 256 MB here:
+// 39-748 ms, against 143-228 ms in small pages), while a cache emptied for good returns it
+// all but the spares. Memory is therefore held by live items, the unused part of the spans
+// they are in, and at most as much again in empty chunks: like any allocator that keeps a
+// size per span (not per block), items of a class freed at random leave spans partly used
+// until they fill again.
 //
 // Thread-safety: items are freed from any thread (a snapshot dropped by a reader, a
 // Python reference released), so one spinlock guards the heap: the critical sections are
@@ -48,6 +53,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -167,6 +173,8 @@ class ItemHeap {
   struct ChunkHeader {
     std::array<Span, kSpansPerChunk> spans;
     std::uint32_t free_spans = 0;
+    ChunkHeader* prev_empty = nullptr;  // in the list of empty chunks, while empty
+    ChunkHeader* next_empty = nullptr;
   };
   static constexpr std::uint16_t kNoClass = 0xFFFF;
   // Span 0's blocks start past the header, on a cache line.
@@ -264,7 +272,7 @@ class ItemHeap {
     Span* s = free_spans_;
     unlist(free_spans_, s);
     ChunkHeader* chunk = chunk_of(s);
-    if (chunk->free_spans-- == kSpansPerChunk) --empty_chunks_;
+    if (chunk->free_spans-- == kSpansPerChunk) unlist_empty(chunk);
     s->cls = static_cast<std::uint16_t>(c);
     s->free = nullptr;
     s->used = 0;
@@ -274,8 +282,9 @@ class ItemHeap {
     return s;
   }
 
-  // A span with no block in use back to the free spans; its chunk unmapped if it is now
-  // empty and enough empty chunks are kept already.
+  // A span with no block in use back to the free spans. If that empties its chunk, empty
+  // chunks are unmapped, oldest first, down to as many as there are chunks in use (at
+  // least kSpareChunks).
   void close_span(Span* s) noexcept {
     --spans_in_use_;
     s->cls = kNoClass;
@@ -283,10 +292,28 @@ class ItemHeap {
     ChunkHeader* chunk = chunk_of(s);
     push_front(free_spans_, s);
     if (++chunk->free_spans < kSpansPerChunk) return;
-    if (empty_chunks_ < kSpareChunks) {
-      ++empty_chunks_;
-      return;
-    }
+    push_empty(chunk);
+    while (empty_chunks_ > std::max(kSpareChunks, chunks_ - empty_chunks_)) unmap_chunk(oldest_empty_);
+  }
+
+  void push_empty(ChunkHeader* chunk) noexcept {
+    chunk->prev_empty = nullptr;
+    chunk->next_empty = newest_empty_;
+    if (newest_empty_)
+      newest_empty_->prev_empty = chunk;
+    else
+      oldest_empty_ = chunk;
+    newest_empty_ = chunk;
+    ++empty_chunks_;
+  }
+  void unlist_empty(ChunkHeader* chunk) noexcept {
+    (chunk->prev_empty ? chunk->prev_empty->next_empty : newest_empty_) = chunk->next_empty;
+    (chunk->next_empty ? chunk->next_empty->prev_empty : oldest_empty_) = chunk->prev_empty;
+    chunk->prev_empty = chunk->next_empty = nullptr;
+    --empty_chunks_;
+  }
+  void unmap_chunk(ChunkHeader* chunk) noexcept {
+    unlist_empty(chunk);
     for (Span& each : chunk->spans) unlist(free_spans_, &each);
     WATCHCACHE_UNPOISON(chunk, kChunkBytes);  // the range may be mapped again for anything
     ::munmap(chunk, kChunkBytes);
@@ -312,7 +339,7 @@ class ItemHeap {
     for (std::size_t i = kSpansPerChunk; i-- > 0;) push_front(free_spans_, &chunk->spans[i]);
     chunk->free_spans = kSpansPerChunk;
     ++chunks_;
-    ++empty_chunks_;
+    push_empty(chunk);
   }
 
   ItemHeap() = default;
@@ -321,7 +348,9 @@ class ItemHeap {
   std::array<Span*, kClasses> with_room_{};  // per class, spans in use with room, freed into first
   Span* free_spans_ = nullptr;
   std::size_t chunks_ = 0;
-  std::size_t empty_chunks_ = 0;  // chunks whose spans are all free
+  std::size_t empty_chunks_ = 0;  // chunks whose spans are all free, newest emptied first
+  ChunkHeader* newest_empty_ = nullptr;
+  ChunkHeader* oldest_empty_ = nullptr;
   std::size_t spans_in_use_ = 0;
 };
 
