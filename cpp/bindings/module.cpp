@@ -17,7 +17,7 @@ PYBIND11_MODULE(_core, m) {
   wb::register_registry(m);
   wb::register_token(m);
   m.def(
-      "set_node_prefault", [](bool enabled) { return watchcache::detail::set_node_prefault(enabled); },
+      "set_prefault", [](bool enabled) { return watchcache::detail::set_prefault(enabled); },
       pybind11::arg("enabled"));
   m.def("live_counters", [] {
     auto& c = watchcache::detail::live_counters();

@@ -21,7 +21,7 @@ constexpr std::size_t kSmall = 704, kLarge = 1024;  // the tree's leaf and inter
 
 TEST(NodePool, BlocksAreDistinctAlignedWritableAndReused) {
   NodePool& pool = NodePool::instance();
-  pool.set_prefault(true);
+  ChunkSource::instance().set_prefault(true);
   std::vector<void*> blocks;
   std::set<std::uintptr_t> seen;
   // More than a few slabs of each size, so slab changes and the helper's reserve are used.
@@ -44,7 +44,7 @@ TEST(NodePool, BlocksAreDistinctAlignedWritableAndReused) {
 
 TEST(NodePool, ConcurrentAllocateAndReleaseNeverShareABlock) {
   NodePool& pool = NodePool::instance();
-  pool.set_prefault(true);  // the helper thread refills while the others allocate
+  ChunkSource::instance().set_prefault(true);  // the helper thread refills while the others allocate
   constexpr std::size_t kThreads = 4;
   constexpr int kRounds = 200, kBatch = 64;
   std::vector<std::thread> threads;

@@ -290,9 +290,10 @@ class SnapshotRegistry:
 def live_counters() -> dict[str, int]:
     """Engine-wide live object counters: ``nodes``, ``items``, ``bytes``. For leak tests."""
 
-def set_node_prefault(enabled: bool) -> bool:
-    """Whether a helper thread faults tree-node memory in ahead of writes (off until
-    enabled; the WatchCache enables it). Returns the previous setting. Process-wide."""
+def set_prefault(enabled: bool) -> bool:
+    """Whether a helper thread faults the engine's node and item memory in ahead of writes
+    (off until enabled; the WatchCache enables it). Returns the previous setting.
+    Process-wide; False always in sanitizer builds, which take no memory of their own."""
 
 def encode_continue_token(start: object, resource_version: object) -> str | None:
     """The canonical continue token for ``start`` at ``resource_version``; None when the

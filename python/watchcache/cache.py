@@ -56,7 +56,7 @@ from watchcache._core import (
     Snapshot,
     SnapshotRegistry,
     Tree,
-    set_node_prefault,
+    set_prefault,
 )
 from watchcache.errors import (
     BadRequestError,
@@ -211,9 +211,9 @@ class WatchCache:
         self._clock = clock
         if snapshots:
             # One snapshot per event: while the history window fills, each event's path copy
-            # is new memory; faulted in ahead by a helper thread, the writer does not wait
-            # for the kernel to zero it (node_pool.hpp).
-            set_node_prefault(True)
+            # and item is new memory; faulted in ahead by a helper thread, the writer does
+            # not wait for the kernel to zero it (chunk_source.hpp).
+            set_prefault(True)
         self._tree = Tree()
         self._registry = SnapshotRegistry(snapshot_budget_bytes)
         self._history = EventHistory(

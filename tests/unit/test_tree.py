@@ -817,17 +817,17 @@ def test_module_exposes_version_and_fanout() -> None:
     assert _core.FANOUT >= 3
 
 
-def test_a_watch_cache_with_snapshots_turns_node_prefaulting_on() -> None:
+def test_a_watch_cache_with_snapshots_turns_prefaulting_on() -> None:
     from watchcache import _core
     from watchcache.cache import WatchCache
 
-    _core.set_node_prefault(True)
-    pooled = _core.set_node_prefault(True)  # False only in sanitizer builds (no pool)
+    _core.set_prefault(True)
+    pooled = _core.set_prefault(True)  # False only in sanitizer builds (no pool)
     try:
-        _core.set_node_prefault(False)
+        _core.set_prefault(False)
         WatchCache("/registry/pods/", resource="pods", kind="Pod", snapshots=False)
-        assert _core.set_node_prefault(False) is False
+        assert _core.set_prefault(False) is False
         WatchCache("/registry/pods/", resource="pods", kind="Pod")
-        assert _core.set_node_prefault(False) is pooled
+        assert _core.set_prefault(False) is pooled
     finally:
-        _core.set_node_prefault(True)
+        _core.set_prefault(True)

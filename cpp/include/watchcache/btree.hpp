@@ -324,10 +324,11 @@ inline void* new_node_memory(std::size_t bytes) {
 #endif
 }
 
-// See NodePool::set_prefault. Without the pool there is nothing to prefault: false.
-inline bool set_node_prefault([[maybe_unused]] bool on) {
+// See ChunkSource::set_prefault (nodes and items). Sanitizer builds take neither from it:
+// nothing to prefault, false.
+inline bool set_prefault([[maybe_unused]] bool on) {
 #if WATCHCACHE_NODE_POOL
-  return NodePool::instance().set_prefault(on);
+  return ChunkSource::instance().set_prefault(on);
 #else
   return false;
 #endif

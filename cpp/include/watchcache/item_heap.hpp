@@ -16,7 +16,7 @@
 // random bytes, replaced at random for 20 rounds, held 1.08-1.13x their bytes against
 // 1.01-1.07x with malloc (a probe outside the repo).
 //
-// Layout. A chunk is 2 MB, aligned to 2 MB and advised MADV_HUGEPAGE. It is cut into 32
+// Layout. A chunk (chunk_source.hpp) is 2 MB, aligned to 2 MB, a huge page. It is cut into 32
 // spans of 64 KB; a span holds blocks of one size class. The chunk starts with its header:
 // one Span record per span (span 0's blocks start after the header). So the span of any
 // block is found from its address alone: chunk = address rounded down to 2 MB, span = the
@@ -51,8 +51,6 @@
 // blocks it holds, so a test touching a free block fails.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -61,6 +59,7 @@
 #include <new>
 #include <thread>
 
+#include "watchcache/chunk_source.hpp"
 #include "watchcache/sanitizers.hpp"
 #include "watchcache/single_thread.hpp"
 
@@ -77,7 +76,7 @@ namespace watchcache::detail {
 
 class ItemHeap {
  public:
-  static constexpr std::size_t kChunkBytes = std::size_t{2} << 20;  // one huge page
+  static constexpr std::size_t kChunkBytes = ChunkSource::kChunkBytes;
   static constexpr std::size_t kSpanBytes = std::size_t{64} << 10;
   static constexpr std::size_t kSpansPerChunk = kChunkBytes / kSpanBytes;
   static constexpr std::size_t kGranule = 16;
@@ -316,24 +315,13 @@ class ItemHeap {
     unlist_empty(chunk);
     for (Span& each : chunk->spans) unlist(free_spans_, &each);
     WATCHCACHE_UNPOISON(chunk, kChunkBytes);  // the range may be mapped again for anything
-    ::munmap(chunk, kChunkBytes);
+    ChunkSource::unmap(reinterpret_cast<char*>(chunk));
     --chunks_;
   }
 
-  // Maps a chunk aligned to its size (twice the size, the ends unmapped again), advised
-  // as a huge page (refused where THP is off: small pages then), its spans all free.
+  // A chunk from the ChunkSource (huge page, aligned), its spans all free.
   void map_chunk() {
-    void* m = ::mmap(nullptr, 2 * kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    auto* mapped = static_cast<char*>(m);
-    const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(mapped) & (kChunkBytes - 1);
-    char* start = offset ? mapped + (kChunkBytes - offset) : mapped;
-    if (start != mapped) ::munmap(mapped, static_cast<std::size_t>(start - mapped));
-    if (start + kChunkBytes != mapped + 2 * kChunkBytes)
-      ::munmap(start + kChunkBytes, static_cast<std::size_t>(mapped + 2 * kChunkBytes - (start + kChunkBytes)));
-#ifdef MADV_HUGEPAGE
-    ::madvise(start, kChunkBytes, MADV_HUGEPAGE);
-#endif
+    char* start = ChunkSource::instance().take();
     auto* chunk = new (start) ChunkHeader();
     WATCHCACHE_POISON(start + kFirstOffset, kChunkBytes - kFirstOffset);
     for (std::size_t i = kSpansPerChunk; i-- > 0;) push_front(free_spans_, &chunk->spans[i]);
