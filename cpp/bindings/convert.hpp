@@ -48,6 +48,7 @@ PyTypeObject* item_type() noexcept;  // set by register_item()
 PyObject* new_item_object(ItemRef ref) noexcept;
 inline bool is_item(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), item_type()); }
 inline PyItem& item_of(py::handle h) noexcept { return reinterpret_cast<ItemObject*>(h.ptr())->value; }
+inline PyObject* wrap_item(PyItem item) noexcept { return new_item_object(std::move(item.ref)); }
 
 // Snapshot's Python type is a plain C type too (register_tree.cpp), for the same reason and
 // because taking one is the hottest call of all: a pybind11 instance cost about as much to
@@ -332,64 +333,44 @@ void register_token(py::module_& m);
 
 namespace pybind11::detail {
 
-// Item objects to and from PyItem for pybind11 signatures. Loading borrows the object's own
-// PyItem (no reference count traffic); returning wraps the reference in a new Item object.
-template <>
-struct type_caster<watchcache::bindings::PyItem> {
-  using PyItem = watchcache::bindings::PyItem;
-  static constexpr auto name = const_name("Item");
-
+// A caster for a value that lives inside an object of a plain C type (Item, Snapshot):
+// loading borrows the object's own value (no copy, no reference count traffic); returning
+// moves the value, or a copy of it, into a new object of the type.
+template <class T, bool (*Is)(handle) noexcept, T& (*Of)(handle) noexcept, PyObject* (*Wrap)(T) noexcept>
+struct plain_object_caster {
   bool load(handle src, bool /*convert*/) {
-    if (!watchcache::bindings::is_item(src)) return false;
-    value_ = &watchcache::bindings::item_of(src);
+    if (!Is(src)) return false;
+    value_ = &Of(src);
     return true;
   }
-  static handle cast(const PyItem& src, return_value_policy policy, handle parent) {
-    return cast(PyItem{src.ref}, policy, parent);
-  }
-  static handle cast(PyItem&& src, return_value_policy /*policy*/, handle /*parent*/) {
-    PyObject* obj = watchcache::bindings::new_item_object(std::move(src.ref));
+  static handle cast(const T& src, return_value_policy policy, handle parent) { return cast(T(src), policy, parent); }
+  static handle cast(T&& src, return_value_policy /*policy*/, handle /*parent*/) {
+    PyObject* obj = Wrap(std::move(src));
     if (!obj) throw error_already_set();
     return obj;
   }
 
-  template <typename T>
-  using cast_op_type = pybind11::detail::cast_op_type<T>;
-  operator PyItem*() { return value_; }
-  operator PyItem&() { return *value_; }
+  template <typename U>
+  using cast_op_type = pybind11::detail::cast_op_type<U>;
+  operator T*() { return value_; }
+  operator T&() { return *value_; }
 
  private:
-  PyItem* value_ = nullptr;
+  T* value_ = nullptr;
 };
 
-// Snapshot objects to and from Snapshot for pybind11 signatures: loading borrows the
-// object's own Snapshot; returning moves (or copies: one more pin) it into a new object.
 template <>
-struct type_caster<watchcache::Snapshot> {
-  using Snapshot = watchcache::Snapshot;
+struct type_caster<watchcache::bindings::PyItem>
+    : plain_object_caster<watchcache::bindings::PyItem, watchcache::bindings::is_item, watchcache::bindings::item_of,
+                          watchcache::bindings::wrap_item> {
+  static constexpr auto name = const_name("Item");
+};
+
+template <>
+struct type_caster<watchcache::Snapshot>
+    : plain_object_caster<watchcache::Snapshot, watchcache::bindings::is_snapshot, watchcache::bindings::snapshot_of,
+                          watchcache::bindings::new_snapshot_object> {
   static constexpr auto name = const_name("Snapshot");
-
-  bool load(handle src, bool /*convert*/) {
-    if (!watchcache::bindings::is_snapshot(src)) return false;
-    value_ = &watchcache::bindings::snapshot_of(src);
-    return true;
-  }
-  static handle cast(const Snapshot& src, return_value_policy policy, handle parent) {
-    return cast(Snapshot(src), policy, parent);
-  }
-  static handle cast(Snapshot&& src, return_value_policy /*policy*/, handle /*parent*/) {
-    PyObject* obj = watchcache::bindings::new_snapshot_object(std::move(src));
-    if (!obj) throw error_already_set();
-    return obj;
-  }
-
-  template <typename T>
-  using cast_op_type = pybind11::detail::cast_op_type<T>;
-  operator Snapshot*() { return value_; }
-  operator Snapshot&() { return *value_; }
-
- private:
-  Snapshot* value_ = nullptr;
 };
 
 }  // namespace pybind11::detail
