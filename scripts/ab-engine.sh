@@ -6,7 +6,7 @@
 # the same revision on both sides (BASE = the working tree's HEAD, no changes) shows.
 #
 # Usage: scripts/ab-engine.sh [BASE] [SCENARIO ...]    e.g. scripts/ab-engine.sh HEAD~1 update window
-# Scenarios: update snap_put window get scan (default: all). ROUNDS=4 KEYS=1000000 by default.
+# Scenarios: update snap_put window get scan (default: all), grown_update grown_get. ROUNDS=4 KEYS=1000000 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="${1:-HEAD}"

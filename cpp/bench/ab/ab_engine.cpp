@@ -11,7 +11,8 @@
 // placement gives a bias of a few percent either way; run with the same revision on both
 // sides to see it.
 //
-// Usage: ab_engine SCENARIO [ROUNDS] [KEYS]   (SCENARIO: update snap_put window get scan)
+// Usage: ab_engine SCENARIO [ROUNDS] [KEYS]   (SCENARIO: update snap_put window get scan
+//                                             grown_update grown_get)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -45,7 +46,7 @@ double median(std::vector<double> v) {
 
 std::size_t batch_for(const std::string& scenario) {
   if (scenario == "window") return 200;
-  if (scenario == "get") return 1000;
+  if (scenario == "get" || scenario == "grown_get") return 1000;
   if (scenario == "scan") return 20;
   return 500;
 }
@@ -54,7 +55,7 @@ std::size_t batch_for(const std::string& scenario) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ab_engine update|snap_put|window|get|scan [ROUNDS] [KEYS]\n");
+    std::fprintf(stderr, "usage: ab_engine update|snap_put|window|get|scan|grown_update|grown_get [ROUNDS] [KEYS]\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
       return 2;
     }
-    if (scenario == "update") {
+    if (scenario == "update" || scenario == "grown_update") {
       base.renew_old_snapshot();
       cand.renew_old_snapshot();
     }

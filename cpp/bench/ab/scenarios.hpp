@@ -9,6 +9,10 @@
 //   window    snapshot then put, keeping the last 1000 snapshots (the watch cache's history)
 //   get       random gets on the live tree
 //   scan      scan 500 from a random key of a snapshot
+// and, on a second 1M-key tree grown by puts in random order (as a cache fills from watch
+// events; built on first use, so runs without them do not pay for it):
+//   grown_update  update on that tree, one older snapshot alive
+//   grown_get     random gets on that tree
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -36,6 +40,8 @@ class Workloads {
     if (name == "window") return window(batch);
     if (name == "get") return get(batch);
     if (name == "scan") return scan(batch);
+    if (name == "grown_update") return grown_update(batch);
+    if (name == "grown_get") return grown_get(batch);
     return -1;
   }
 
@@ -43,6 +49,10 @@ class Workloads {
   void renew_old_snapshot() {
     old_.reset();
     old_.emplace(tree_->snapshot());
+    if (grown_) {
+      grown_old_.reset();
+      grown_old_.emplace(grown_->snapshot());
+    }
   }
 
   std::size_t checksum() const { return acc_; }
@@ -82,6 +92,28 @@ class Workloads {
       acc_ += tree_->put(std::move(batch[i]));
     });
   }
+  watchcache::Tree& grown() {
+    if (!grown_) {
+      grown_ = std::make_unique<watchcache::Tree>();
+      auto items = make_items(ds_, app_label, /*scatter=*/true);
+      Rng order_rng(kDefaultSeed + 1);
+      for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[order_rng.below(i)]);
+      for (auto& item : items) grown_->put(std::move(item));
+    }
+    return *grown_;
+  }
+  double grown_update(std::size_t count) {
+    watchcache::Tree& tree = grown();
+    if (!grown_old_) grown_old_.emplace(tree.snapshot());
+    auto batch = fresh(count);
+    return timed(count, [&](std::size_t i) { acc_ += tree.put(std::move(batch[i])); });
+  }
+  double grown_get(std::size_t count) {
+    const watchcache::Tree& tree = grown();
+    return timed(count, [&](std::size_t) {
+      acc_ += reinterpret_cast<std::uintptr_t>(tree.get(gets_[next_get_++ % gets_.size()]));
+    });
+  }
   double get(std::size_t count) {
     return timed(count, [&](std::size_t) {
       acc_ += reinterpret_cast<std::uintptr_t>(tree_->get(gets_[next_get_++ % gets_.size()]));
@@ -101,9 +133,9 @@ class Workloads {
 
   Rng rng_{kDefaultSeed};
   Dataset ds_;
-  std::unique_ptr<watchcache::Tree> tree_;
+  std::unique_ptr<watchcache::Tree> tree_, grown_;
   std::int64_t rv_ = 0;
-  std::optional<watchcache::Snapshot> old_, reader_;
+  std::optional<watchcache::Snapshot> old_, reader_, grown_old_;
   std::deque<watchcache::Snapshot> window_;
   Probes gets_, starts_;
   std::size_t next_get_ = 0, next_scan_ = 0;
