@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "plain_type.hpp"
 #include "watchcache/btree.hpp"
 #include "watchcache/item.hpp"
 #include "watchcache/registry.hpp"
@@ -33,36 +34,20 @@ struct PyItem {
   ItemRef ref;
 };
 
-// Item's Python type is a plain C type (register_item.cpp), not a pybind11 class: pybind11
-// enters every instance of its classes in a process-wide hash table when it is made and
-// removes it when it dies. With 100k+ items alive that table is megabytes, so each wrap and
-// each free of an Item cost a cache miss or two, and the cache makes and frees several per
-// applied event (and one per item of a page turned into Python objects). The caster below
-// lets the other bindings keep taking and returning PyItem.
-struct ItemObject {
-  PyObject_HEAD
-  PyItem value;
-};
-PyTypeObject* item_type() noexcept;  // set by register_item()
-// A new Item object owning `ref`; nullptr with a Python error set when out of memory.
-PyObject* new_item_object(ItemRef ref) noexcept;
-inline bool is_item(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), item_type()); }
-inline PyItem& item_of(py::handle h) noexcept { return reinterpret_cast<ItemObject*>(h.ptr())->value; }
-inline PyObject* wrap_item(PyItem item) noexcept { return new_item_object(std::move(item.ref)); }
+// Item's Python type is a plain C type (register_item.cpp, PlainObject in plain_type.hpp),
+// not a pybind11 class: pybind11 enters every instance of its classes in a process-wide hash
+// table when it is made and removes it when it dies. With 100k+ items alive that table is
+// megabytes, so each wrap and each free of an Item cost a cache miss or two, and the cache
+// makes and frees several per applied event (and one per item of a page turned into Python
+// objects). The caster below lets the other bindings keep taking and returning PyItem.
+using ItemObject = PlainObject<PyItem>;
+inline PyObject* new_item_object(ItemRef ref) noexcept { return ItemObject::wrap(PyItem{std::move(ref)}); }
 
 // Snapshot's Python type is a plain C type too (register_tree.cpp), for the same reason and
 // because taking one is the hottest call of all: a pybind11 instance cost about as much to
 // register, unregister and box as the O(1) snapshot itself. Its methods are still pybind11
-// functions (PlainType in plain_type.hpp), reached through the caster below.
-struct SnapshotObject {
-  PyObject_HEAD
-  Snapshot value;
-};
-PyTypeObject* snapshot_type() noexcept;  // set by register_tree()
-// A new Snapshot object holding `snap`; nullptr with a Python error set when out of memory.
-PyObject* new_snapshot_object(Snapshot snap) noexcept;
-inline bool is_snapshot(py::handle h) noexcept { return PyObject_TypeCheck(h.ptr(), snapshot_type()); }
-inline Snapshot& snapshot_of(py::handle h) noexcept { return reinterpret_cast<SnapshotObject*>(h.ptr())->value; }
+// functions (PlainType), reached through the caster below.
+using SnapshotObject = PlainObject<Snapshot>;
 
 struct PySelector {
   std::shared_ptr<const Selector> selector;
@@ -189,7 +174,7 @@ inline ItemRef make_item(py::handle key, py::handle value, py::handle revision, 
 // An entry of put_many/from_sorted: Item, (key, value) or (key, value, mod_revision).
 // Returns a tuple's or list's fields after checking its shape; none for an Item.
 inline std::span<PyObject* const> entry_fields(py::handle entry) {
-  if (is_item(entry)) return {};
+  if (ItemObject::check(entry)) return {};
   if (!PyTuple_Check(entry.ptr()) && !PyList_Check(entry.ptr()))
     throw py::type_error("entry must be an Item or a (key, value[, mod_revision]) tuple, not " + type_name(entry));
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(entry.ptr());
@@ -200,7 +185,7 @@ inline std::span<PyObject* const> entry_fields(py::handle entry) {
 
 inline ItemRef entry_to_item(py::handle entry) {
   const auto fields = entry_fields(entry);
-  if (fields.empty()) return item_of(entry).ref;
+  if (fields.empty()) return ItemObject::of(entry).ref;
   if (fields.size() == 3) return make_item(fields[0], fields[1], fields[2], py::none(), py::none());
   return make_item(fields[0], fields[1], py::int_(0), py::none(), py::none());
 }
@@ -220,7 +205,7 @@ inline std::vector<ItemRef> entries_in_key_order(py::handle entries) {
   bool ascending = true;
   for (std::size_t i = 0; i < n; ++i) {
     const auto fields = entry_fields(all[i]);
-    const std::string_view k = fields.empty() ? item_of(all[i]).ref->key() : as_key(fields[0]);
+    const std::string_view k = fields.empty() ? ItemObject::of(all[i]).ref->key() : as_key(fields[0]);
     if (i > 0 && !(order.back().first < k)) ascending = false;
     order.emplace_back(k, i);
   }
@@ -333,19 +318,21 @@ void register_token(py::module_& m);
 
 namespace pybind11::detail {
 
-// A caster for a value that lives inside an object of a plain C type (Item, Snapshot):
-// loading borrows the object's own value (no copy, no reference count traffic); returning
-// moves the value, or a copy of it, into a new object of the type.
-template <class T, bool (*Is)(handle) noexcept, T& (*Of)(handle) noexcept, PyObject* (*Wrap)(T) noexcept>
+// A caster for a value that lives inside a PlainObject (Item, Snapshot): loading borrows the
+// object's own value (no copy, no reference count traffic); returning moves the value, or a
+// copy of it, into a new object of the type.
+template <class T>
 struct plain_object_caster {
+  using Object = watchcache::bindings::PlainObject<T>;
+
   bool load(handle src, bool /*convert*/) {
-    if (!Is(src)) return false;
-    value_ = &Of(src);
+    if (!Object::check(src)) return false;
+    value_ = &Object::of(src);
     return true;
   }
   static handle cast(const T& src, return_value_policy policy, handle parent) { return cast(T(src), policy, parent); }
   static handle cast(T&& src, return_value_policy /*policy*/, handle /*parent*/) {
-    PyObject* obj = Wrap(std::move(src));
+    PyObject* obj = Object::wrap(std::move(src));
     if (!obj) throw error_already_set();
     return obj;
   }
@@ -360,16 +347,12 @@ struct plain_object_caster {
 };
 
 template <>
-struct type_caster<watchcache::bindings::PyItem>
-    : plain_object_caster<watchcache::bindings::PyItem, watchcache::bindings::is_item, watchcache::bindings::item_of,
-                          watchcache::bindings::wrap_item> {
+struct type_caster<watchcache::bindings::PyItem> : plain_object_caster<watchcache::bindings::PyItem> {
   static constexpr auto name = const_name("Item");
 };
 
 template <>
-struct type_caster<watchcache::Snapshot>
-    : plain_object_caster<watchcache::Snapshot, watchcache::bindings::is_snapshot, watchcache::bindings::snapshot_of,
-                          watchcache::bindings::new_snapshot_object> {
+struct type_caster<watchcache::Snapshot> : plain_object_caster<watchcache::Snapshot> {
   static constexpr auto name = const_name("Snapshot");
 };
 

@@ -1,17 +1,13 @@
 // Item: immutable entry; `memoryview(item)` exposes the value zero-copy (read-only) and
 // keeps the item alive through the exporter object. A plain C type: see ItemObject in
 // convert.hpp for why it is not a pybind11 class.
-#include <new>
-
 #include "convert.hpp"
 
 namespace watchcache::bindings {
 
 namespace {
 
-PyTypeObject* g_item_type = nullptr;
-
-const Item& item(PyObject* self) noexcept { return *reinterpret_cast<ItemObject*>(self)->value.ref; }
+const Item& item(PyObject* self) noexcept { return *ItemObject::of(self).ref; }
 
 py::dict pairs_to_dict(const Item& it, bool fields) {
   py::dict d;
@@ -33,23 +29,13 @@ PyObject* item_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
       [&]() -> PyObject* {
         const py::object zero = py::int_(0);
         ItemRef ref = make_item(key, value, revision ? py::handle(revision) : py::handle(zero), labels, fields);
-        PyObject* self = type->tp_alloc(type, 0);
-        if (!self) return nullptr;
-        new (&reinterpret_cast<ItemObject*>(self)->value) PyItem{std::move(ref)};
-        return self;
+        return ItemObject::wrap(PyItem{std::move(ref)}, type);
       },
       static_cast<PyObject*>(nullptr));
 }
 
-void item_dealloc(PyObject* self) {
-  PyTypeObject* type = Py_TYPE(self);
-  reinterpret_cast<ItemObject*>(self)->value.~PyItem();
-  type->tp_free(self);
-  Py_DECREF(type);  // a heap type: each instance holds a reference to it
-}
-
 PyObject* item_richcompare(PyObject* self, PyObject* other, int op) {
-  if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(other, g_item_type)) Py_RETURN_NOTIMPLEMENTED;
+  if ((op != Py_EQ && op != Py_NE) || !ItemObject::check(other)) Py_RETURN_NOTIMPLEMENTED;
   const Item& a = item(self);
   const Item& b = item(other);
   bool eq = a.key() == b.key() && a.value() == b.value() && a.mod_revision() == b.mod_revision() &&
@@ -135,7 +121,7 @@ PyType_Slot item_slots[] = {
     {Py_tp_doc, const_cast<char*>("Item(key, value, mod_revision=0, labels=None, fields=None)\n--\n\n"
                                   "An immutable entry. memoryview(item) is the value, zero-copy.")},
     {Py_tp_new, reinterpret_cast<void*>(item_new)},
-    {Py_tp_dealloc, reinterpret_cast<void*>(item_dealloc)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(ItemObject::dealloc)},
     {Py_tp_richcompare, reinterpret_cast<void*>(item_richcompare)},
     {Py_tp_hash, reinterpret_cast<void*>(item_hash)},
     {Py_tp_repr, reinterpret_cast<void*>(item_repr)},
@@ -155,20 +141,6 @@ PyType_Spec item_spec = {
 
 }  // namespace
 
-PyTypeObject* item_type() noexcept { return g_item_type; }
-
-PyObject* new_item_object(ItemRef ref) noexcept {
-  PyObject* self = g_item_type->tp_alloc(g_item_type, 0);
-  if (!self) return nullptr;
-  new (&reinterpret_cast<ItemObject*>(self)->value) PyItem{std::move(ref)};
-  return self;
-}
-
-void register_item(py::module_& m) {
-  PyObject* type = PyType_FromSpec(&item_spec);
-  if (!type) throw py::error_already_set();
-  g_item_type = reinterpret_cast<PyTypeObject*>(type);  // the module keeps it alive
-  m.add_object("Item", py::reinterpret_steal<py::object>(type));
-}
+void register_item(py::module_& m) { ItemObject::add_type(m, "Item", item_spec); }
 
 }  // namespace watchcache::bindings

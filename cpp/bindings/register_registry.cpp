@@ -40,10 +40,10 @@ void register_registry(py::module_& m) {
       .def(
           "add",
           [](SnapshotRegistry& r, py::handle rv, py::handle snap) {
-            if (!is_snapshot(snap))
+            if (!SnapshotObject::check(snap))
               throw py::type_error("snapshot must be a Snapshot, not " + type_name(snap));
             const std::int64_t v = as_rv(rv);
-            Snapshot copy = snapshot_of(snap);
+            Snapshot copy = SnapshotObject::of(snap);
             py::gil_scoped_release nogil;  // eviction may free a lot
             r.add(v, std::move(copy));
           },

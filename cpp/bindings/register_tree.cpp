@@ -7,8 +7,6 @@
 // Tree keep it (the Tree has one writer, serialized by the GIL).
 #include <pybind11/pybind11.h>
 
-#include <new>
-
 #include "convert.hpp"
 #include "plain_type.hpp"
 #include "watchcache/render.hpp"
@@ -238,18 +236,9 @@ Snapshot snapshot_from_items(py::handle entries) {
   return t.snapshot();
 }
 
-PyTypeObject* g_snapshot_type = nullptr;
-
-void snapshot_dealloc(PyObject* self) {
-  PyTypeObject* type = Py_TYPE(self);
-  reinterpret_cast<SnapshotObject*>(self)->value.~Snapshot();
-  type->tp_free(self);
-  Py_DECREF(type);  // a heap type: each instance holds a reference to it
-}
-
 PyType_Slot snapshot_slots[] = {
     {Py_tp_doc, const_cast<char*>("An immutable view of a Tree at one moment (Tree.snapshot()).")},
-    {Py_tp_dealloc, reinterpret_cast<void*>(snapshot_dealloc)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(SnapshotObject::dealloc)},
     {0, nullptr},
 };
 
@@ -272,7 +261,7 @@ PyObject* tree_snapshot(PyObject* self, PyObject* /*unused*/) {
     return nullptr;
   }
   Tree& t = py::detail::cast_op<Tree&>(tree);
-  return guarded([&] { return new_snapshot_object(t.snapshot()); }, static_cast<PyObject*>(nullptr));
+  return guarded([&] { return SnapshotObject::wrap(t.snapshot()); }, static_cast<PyObject*>(nullptr));
 }
 
 PyMethodDef tree_snapshot_def = {
@@ -285,15 +274,6 @@ const Item* cursor_item(const Cursor& c) {
 }
 
 }  // namespace
-
-PyTypeObject* snapshot_type() noexcept { return g_snapshot_type; }
-
-PyObject* new_snapshot_object(Snapshot snap) noexcept {
-  PyObject* self = g_snapshot_type->tp_alloc(g_snapshot_type, 0);
-  if (!self) return nullptr;
-  new (&reinterpret_cast<SnapshotObject*>(self)->value) Snapshot(std::move(snap));
-  return self;
-}
 
 void register_tree(py::module_& m) {
   py::class_<RangeIterator>(m, "_RangeIterator")
@@ -363,11 +343,7 @@ void register_tree(py::module_& m) {
       .def("next", &Cursor::next)
       .def("prev", &Cursor::prev);
 
-  PyObject* snapshot_type_object = PyType_FromSpec(&snapshot_spec);
-  if (!snapshot_type_object) throw py::error_already_set();
-  g_snapshot_type = reinterpret_cast<PyTypeObject*>(snapshot_type_object);  // the module keeps it alive
-  m.add_object("Snapshot", py::reinterpret_steal<py::object>(snapshot_type_object));
-  PlainType<Snapshot> snapshot(snapshot_type_object);
+  PlainType<Snapshot> snapshot(SnapshotObject::add_type(m, "Snapshot", snapshot_spec));
   bind_read_view(
       snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
   snapshot.def_property_readonly("version", &Snapshot::version)
