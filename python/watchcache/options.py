@@ -46,12 +46,19 @@ cache (read the members), clients and tests (``to_query`` to build a request).
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from watchcache.errors import BadRequestError, InvalidError, StatusCause
+from watchcache.gostrconv import (
+    INT64_MAX,
+    INT64_MIN,
+    go_quote,
+    is_go_false,
+    parse_int64,
+    parse_uint64,
+)
 from watchcache.selectors import (
     FieldRequirement,
     LabelRequirement,
@@ -98,114 +105,12 @@ _KNOWN_PARAMETERS: Final = frozenset(
     }
 )
 
-_UINT64_MAX: Final = 2**64 - 1
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
-_DIGITS: Final = re.compile(r"[0-9]*")
-_SYNTAX: Final = "invalid syntax"
-_RANGE: Final = "value out of range"
-
 _KIND: Final = "ListOptions"
 _GROUP: Final = "meta.k8s.io"
 _FORBIDDEN: Final = "FieldValueForbidden"
 _NOT_SUPPORTED: Final = "FieldValueNotSupported"
 _MATCH_FIELD: Final = "resourceVersionMatch"
 _SIE_FIELD: Final = "sendInitialEvents"
-
-
-# ---------------------------------------------------------------------------------------------
-# Go's text conventions, as far as the messages need them
-
-
-_GO_SHORT_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    '"': '\\"',
-    "\\": "\\\\",
-}
-
-
-def _go_quote(text: str) -> str:
-    """Go's ``strconv.Quote`` (and ``%q``): printable characters stay, others are escaped.
-
-    Python's ``str.isprintable`` and Go's ``unicode.IsPrint`` reject the same categories
-    (C*, and Z* except the space). A lone surrogate stands for bytes that were not UTF-8:
-    U+DC80..U+DCFF (``surrogateescape``) is the byte itself, written ``\\xHH`` as Go does.
-    """
-    if text.isprintable() and '"' not in text and "\\" not in text:
-        return f'"{text}"'
-    out = ['"']
-    for ch in text:
-        escape = _GO_SHORT_ESCAPES.get(ch)
-        if escape is not None:
-            out.append(escape)
-            continue
-        if ch.isprintable():
-            out.append(ch)
-            continue
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.extend(f"\\x{byte:02x}" for byte in ch.encode("utf-8", "surrogatepass"))
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def _parse_uint64(text: str) -> tuple[int, str | None]:
-    """Go ``strconv.ParseUint(text, 10, 64)``: (value, None) or (0, the error's last part).
-
-    Go scans left to right and stops at the first problem, so ``"99999999999999999999x"``
-    overflows (range) before it reaches the ``x`` (syntax).
-    """
-    match = _DIGITS.match(text)
-    prefix = match.group() if match is not None else ""
-    significant = prefix.lstrip("0")
-    # The length test comes first: int() of a huge digit string is slow (and capped).
-    if len(significant) > 20 or (significant and int(significant) > _UINT64_MAX):
-        return 0, _RANGE
-    if not text or len(prefix) != len(text):
-        return 0, _SYNTAX
-    return int(prefix), None
-
-
-def _parse_int64(text: str) -> tuple[int, str | None]:
-    """Go ``strconv.ParseInt(text, 10, 64)``: optional sign, ASCII digits, int64 range."""
-    negative = text.startswith("-")
-    body = text[1:] if text[:1] in ("+", "-") else text
-    if not text:
-        return 0, _SYNTAX
-    value, problem = _parse_uint64(body)
-    if problem == _SYNTAX:
-        return 0, _SYNTAX
-    if negative:
-        value = -value
-    if problem is not None or not _INT64_MIN <= value <= _INT64_MAX:
-        return 0, _RANGE
-    return value, None
-
-
-def _is_go_false(text: str) -> bool:
-    """``"0"``, or ``"false"`` under Go's ``strings.EqualFold`` (simple case folding)."""
-    return text == "0" or (
-        len(text) == 5
-        and text[0] in "fF"
-        and text[1] in "aA"
-        and text[2] in "lL"
-        and text[3] in "sS\u017f"  # U+017F LATIN SMALL LETTER LONG S folds to "s"
-        and text[4] in "eE"
-    )
 
 
 def parse_resource_version(text: str) -> int:
@@ -221,9 +126,9 @@ def parse_resource_version(text: str) -> int:
         raise TypeError(f"resource version must be str, not {type(text).__name__}")
     if text in ("", "0"):
         return 0
-    value, problem = _parse_uint64(text)
+    value, problem = parse_uint64(text)
     if problem is not None:
-        quoted = _go_quote(text)
+        quoted = go_quote(text)
         raise BadRequestError(
             f"invalid resource version: resourceVersion: Invalid value: {quoted}: "
             f"strconv.ParseUint: parsing {quoted}: {problem}"
@@ -254,10 +159,10 @@ def _forbidden(field_path: str, detail: str) -> StatusCause:
 
 def _not_supported(field_path: str, value: str, supported: Sequence[str]) -> StatusCause:
     """``field.NotSupported``: the value and the quoted list of supported ones."""
-    values = ", ".join(_go_quote(v) for v in supported)
+    values = ", ".join(go_quote(v) for v in supported)
     return StatusCause(
         reason=_NOT_SUPPORTED,
-        message=f"Unsupported value: {_go_quote(value)}: supported values: {values}",
+        message=f"Unsupported value: {go_quote(value)}: supported values: {values}",
         field=field_path,
     )
 
@@ -369,7 +274,7 @@ def _check_str(name: str, value: object) -> None:
 def _check_int64(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be int, not {type(value).__name__}")
-    if not _INT64_MIN <= value <= _INT64_MAX:
+    if not INT64_MIN <= value <= INT64_MAX:
         raise BadRequestError(f"{name} {value} is out of the int64 range")
 
 
@@ -401,23 +306,23 @@ def _first_values(params: Params) -> dict[str, str]:
 
 def _decode_bool(query: Mapping[str, str], name: str) -> bool:
     text = query.get(name)
-    return text is not None and not _is_go_false(text)
+    return text is not None and not is_go_false(text)
 
 
 def _decode_optional_bool(query: Mapping[str, str], name: str) -> bool | None:
     text = query.get(name)
-    return None if text is None else not _is_go_false(text)
+    return None if text is None else not is_go_false(text)
 
 
 def _decode_int64(query: Mapping[str, str], name: str) -> int | None:
     text = query.get(name)
     if text is None:
         return None
-    value, problem = _parse_int64(text)
+    value, problem = parse_int64(text)
     if problem is not None:
         raise BadRequestError(
             f'invalid query parameter "{name}": strconv.ParseInt: parsing '
-            f"{_go_quote(text)}: {problem}"
+            f"{go_quote(text)}: {problem}"
         )
     return value
 

@@ -63,6 +63,8 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, NamedTuple
 
+from watchcache.gostrconv import is_int64
+
 if TYPE_CHECKING:
     from watchcache import _core
 
@@ -285,16 +287,6 @@ def _value_problem(value: str) -> str | None:
     return None
 
 
-# strconv.ParseInt(s, 10, 64): optional sign, ASCII digits only (no '_', no spaces), int64.
-_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
-
-
-def _is_int64(value: str) -> bool:
-    return _INT_RE.fullmatch(value) is not None and _INT64_MIN <= int(value) <= _INT64_MAX
-
-
 # ---------------------------------------------------------------------------------------------
 # Label selectors: parser
 
@@ -379,7 +371,7 @@ class _LabelParser:
             op = "gt" if op_tok.kind is _Kind.GREATER else "lt"
             values = [self._single_value(op_tok)]
             number, number_pos = values[0]
-            if not _is_int64(number):
+            if not is_int64(number):
                 raise self._fail(
                     number_pos,
                     f"the value of '{op_tok.text}' must be a decimal integer (int64), "

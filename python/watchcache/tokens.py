@@ -62,6 +62,7 @@ from typing import Final, NamedTuple
 
 from watchcache import _core, gojson
 from watchcache.errors import BadRequestError
+from watchcache.gostrconv import INT64_MAX, INT64_MIN, parse_int64
 
 __all__ = [
     "CONTINUE_TOKEN_VERSION",
@@ -75,9 +76,6 @@ __all__ = [
 
 #: The only token version Kubernetes has ever written or accepts.
 CONTINUE_TOKEN_VERSION: Final = "meta.k8s.io/v1"
-
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 
 class ContinueTokenError(BadRequestError):
@@ -120,7 +118,7 @@ def encode_continue(key: str, key_prefix: str, resource_version: int) -> str:
     """
     if isinstance(resource_version, bool) or not isinstance(resource_version, int):
         raise TypeError(f"resource_version must be int, not {type(resource_version).__name__}")
-    if not _INT64_MIN <= resource_version <= _INT64_MAX:
+    if not INT64_MIN <= resource_version <= INT64_MAX:
         raise ValueError(f"resource_version {resource_version} is outside int64")
     if not key_prefix or not key.startswith(key_prefix):
         raise ValueError("unable to encode next field: the key and key prefix do not match")
@@ -142,7 +140,7 @@ def next_page_token(last_key: str, key_prefix: str, resource_version: int) -> st
         type(resource_version) is int
         and key_prefix
         and last_key.startswith(key_prefix)
-        and _INT64_MIN <= resource_version <= _INT64_MAX
+        and INT64_MIN <= resource_version <= INT64_MAX
     ):
         token = _core.encode_continue_token(last_key[len(key_prefix) :] + "\x00", resource_version)
         if token is not None:
@@ -300,7 +298,6 @@ _STRING_BODY: Final = re.compile(
 )
 # ASCII digits only: "\d" would also match other scripts' digits, which Go rejects.
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-_INTEGER: Final = re.compile(r"-?[0-9]{1,19}")
 _LITERALS: Final = {"t": ("true", "bool"), "f": ("false", "bool"), "n": ("null", "null")}
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
@@ -366,11 +363,11 @@ def _type_problem(shown: str, field: str, go_type: str) -> str:
 
 def _int64(value: _Value) -> int | None:
     """Go's ``strconv.ParseInt(text, 10, 64)`` on a JSON number: no fraction, no exponent,
-    within int64 (``-0`` is 0). The length bound keeps ``int()`` off huge digit strings."""
-    if value.kind != "number" or not _INTEGER.fullmatch(value.text):
+    within int64 (``-0`` is 0)."""
+    if value.kind != "number":
         return None
-    number = int(value.text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
+    number, problem = parse_int64(value.text)
+    return None if problem else number
 
 
 def _string(raw: str) -> str:

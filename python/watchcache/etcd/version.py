@@ -36,6 +36,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from watchcache.etcd.client import EtcdClient, EtcdError
+from watchcache.gostrconv import is_uint64
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,6 @@ _WS = r"[\t\n\f\r ]"
 _VERSION = re.compile(rf"{_WS}*v?([0-9]+(?:\.[0-9]+)*)(.*)", re.ASCII)
 _IDENTIFIERS = r"[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*"
 _EXTRA = re.compile(rf"(?:-({_IDENTIFIERS}))?(?:\+({_IDENTIFIERS}))?{_WS}*", re.ASCII)
-# Go parses components with strconv.ParseUint into a 64-bit uint: larger numbers are errors.
-_UINT64_LIMIT = 1 << 64
 
 
 class _Semver(NamedTuple):
@@ -74,15 +73,16 @@ def _parse_semantic(text: str) -> _Semver | None:
     parts = numbers.group(1).split(".")
     if len(parts) != 3 or any(p.startswith("0") and p != "0" for p in parts):
         return None
-    components = [int(p) for p in parts]
-    if any(c >= _UINT64_LIMIT for c in components):
+    # Go parses components with strconv.ParseUint into a uint64: larger numbers are errors.
+    if not all(is_uint64(p) for p in parts):
         return None
+    components = [int(p) for p in parts]
     extra = _EXTRA.fullmatch(numbers.group(2))
     if extra is None:
         return None
     pre_release = extra.group(1) or ""
     for identifier in pre_release.split("."):
-        numeric = identifier.isdigit() and int(identifier) < _UINT64_LIMIT
+        numeric = is_uint64(identifier)
         if numeric and identifier.startswith("0") and identifier != "0":
             return None
     major, minor, patch = components
