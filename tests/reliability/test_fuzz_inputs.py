@@ -508,11 +508,21 @@ class LiveServer:
         method: str,
         path: str,
         query: str = "",
+        *,
         body: bytes = b"",
         accept: str = "application/json",
+        content_type: str = "application/json",
     ) -> Answer:
         return self.run(
-            _asgi_request(self.app, method, path, query=query, body=body, accept=accept)
+            _asgi_request(
+                self.app,
+                method,
+                path,
+                query=query,
+                body=body,
+                accept=accept,
+                content_type=content_type,
+            )
         )
 
 
@@ -528,7 +538,14 @@ def on_the_wire(query: str) -> str:
 
 
 async def _asgi_request(
-    app: Any, method: str, path: str, *, query: str, body: bytes, accept: str
+    app: Any,
+    method: str,
+    path: str,
+    *,
+    query: str,
+    body: bytes,
+    accept: str,
+    content_type: str = "application/json",
 ) -> Answer:
     """One request through the ASGI app, as uvicorn would make it; a streamed answer (a
     watch) is read for a moment and then the client disconnects."""
@@ -545,7 +562,7 @@ async def _asgi_request(
         "headers": [
             (b"host", b"fuzz"),
             (b"accept", accept.encode("latin-1")),
-            (b"content-type", b"application/json"),
+            (b"content-type", content_type.encode("latin-1")),
             (b"content-length", str(len(body)).encode()),
         ],
         "client": ("127.0.0.1", 40000),
@@ -766,3 +783,65 @@ def test_fuzz_item_urls_end_to_end(live: LiveServer, data: st.DataObject) -> Non
         assert json.loads(answer.body)["metadata"]["name"] == urllib.parse.unquote(escaped)
     else:
         check_status(json.loads(answer.body), answer.status)
+
+
+DRY_RUN_VALUES = st.lists(
+    mutated(st.just("All"), st.sampled_from(["", "all", "ALL", "None", ",", "\x00", "true"])),
+    min_size=1,
+    max_size=3,
+)
+
+
+@st.composite
+def _delete_options_bodies(draw: st.DrawFn, dry_run: list[str]) -> bytes:
+    """A DeleteOptions body: members of the right and wrong types; its dryRun (when it has
+    one) adds to the query's, so the request stays a dry run."""
+    options: dict[str, Any] = {}
+    if draw(st.booleans()):
+        options["kind"] = draw(st.sampled_from(["DeleteOptions", "Pod", ""]))
+        options["apiVersion"] = draw(st.sampled_from(["v1", "meta.k8s.io/v1", "x"]))
+    if draw(st.booleans()):
+        options["dryRun"] = draw(st.one_of(st.just(dry_run), JSON_LEAVES))
+    for member in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents"):
+        if draw(st.booleans()):
+            options[member] = draw(
+                st.one_of(JSON_LEAVES, st.sampled_from(["Orphan", "Background", "Foreground"]))
+            )
+    if draw(st.booleans()):
+        options["preconditions"] = draw(
+            st.one_of(JSON_LEAVES, st.fixed_dictionaries({"uid": JSON_LEAVES}))
+        )
+    return json.dumps(options).encode()
+
+
+@fuzz
+@given(st.sampled_from(["POST", "PUT", "PATCH", "DELETE"]), DRY_RUN_VALUES, st.data())
+def test_fuzz_dry_run_writes_answer_and_never_write(
+    live: LiveServer, method: str, dry_run: list[str], data: st.DataObject
+) -> None:
+    """Every write with a dryRun parameter, valid or not, answers a 2xx object or a 4xx
+    Status and leaves etcd's revision where it was."""
+    INPUTS["http-dry-run"] += 1
+    query = "&".join(urllib.parse.urlencode({"dryRun": v}) for v in dry_run)
+    if data.draw(st.booleans()):
+        query += "&" + data.draw(QUERIES)
+    collection = "/api/v1/namespaces/fuzz-a/configmaps"
+    content_type = "application/json"
+    if method == "POST":
+        path, body = collection, _configmap(data.draw(st.sampled_from(["cm-1", "new"])), "x", "y")
+    elif method == "PUT":
+        path, body = f"{collection}/cm-1", _configmap("cm-1", "changed", "t")
+    elif method == "PATCH":
+        path, body = f"{collection}/cm-1", b'{"data":{"k":"patched"}}'
+        content_type = "application/merge-patch+json"
+    else:
+        path = f"{collection}/{data.draw(st.sampled_from(['cm-1', 'missing']))}"
+        body = data.draw(st.one_of(st.just(b""), _delete_options_bodies(dry_run)))
+    note(f"{method} {path}?{query} {body[:300]!r}")
+    before = live.run(live.server.client.current_revision(b"/registry"))
+    answer = live.request(method, path, query, body=body, content_type=content_type)
+    note(f"answer: {answer.status} {answer.body[:300]!r}")
+    OUTCOMES[f"{answer.status} dry-run"] += 1
+    if not 200 <= answer.status < 300:
+        check_status(json.loads(answer.body), answer.status)
+    assert live.run(live.server.client.current_revision(b"/registry")) == before

@@ -47,6 +47,7 @@ from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.options import ListOptions, WatchOptions, parse_query
 from watchcache.synced import SyncedCache
+from watchcache.write_options import CreateOptions, DeleteOptions, PatchOptions, UpdateOptions
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,10 @@ class ApiServer:
             if spec.namespaced and namespace is None:
                 raise _MethodNotAllowed()
             body = await _read_body(request)
-            created = await self.stores[spec.name].create(namespace or "", body)
+            create = CreateOptions.from_query(_query(request))
+            created = await self.stores[spec.name].create(
+                namespace or "", body, dry_run=create.dry_run
+            )
             return _json(created, status=201)
         opts = parse_query(_query(request))
         if isinstance(opts, WatchOptions):
@@ -226,14 +230,16 @@ class ApiServer:
         if method == "GET":
             return await self._get(request, spec, ns, name)
         body = await _read_body(request)
+        query = _query(request)
         if method == "PUT":
-            return _json(await store.update(ns, name, body))
+            update = UpdateOptions.from_query(query)
+            return _json(await store.update(ns, name, body, dry_run=update.dry_run))
         if method == "PATCH":
+            patch = PatchOptions.from_query(query)
             content_type = request.headers.get("content-type", "")
-            return _json(await store.patch(ns, name, content_type, body))
+            return _json(await store.patch(ns, name, content_type, body, dry_run=patch.dry_run))
         if method == "DELETE":
-            options = _delete_options(body, _query(request))
-            return _json(await store.delete(ns, name, options))
+            return _json(await store.delete(ns, name, _delete_options(body, query)))
         raise _MethodNotAllowed()
 
     # -- reads ------------------------------------------------------------------------------
@@ -376,8 +382,8 @@ def _check_fields(spec: ResourceSpec, requirements: Sequence[Any]) -> None:
             raise BadRequestError(f"field label not supported: {requirement.key}")
 
 
-def _delete_options(body: bytes, query: list[tuple[str, str]]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _delete_options(body: bytes, query: list[tuple[str, str]]) -> DeleteOptions:
+    decoded: dict[str, Any] | None = None
     if body.strip():
         try:
             parsed = json.loads(body)
@@ -385,10 +391,8 @@ def _delete_options(body: bytes, query: list[tuple[str, str]]) -> dict[str, Any]
             raise BadRequestError(f"the DeleteOptions body is not valid JSON: {error}") from None
         if not isinstance(parsed, dict):
             raise BadRequestError("the DeleteOptions body must be a JSON object")
-        options.update(parsed)
-    for name, value in query:
-        options.setdefault(name, value)
-    return options
+        decoded = parsed
+    return DeleteOptions.decode(query, decoded)
 
 
 def _table_request(request: Request) -> tuple[str, str] | None:

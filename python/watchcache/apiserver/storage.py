@@ -11,6 +11,11 @@ through the watch into the cache.
 
 The answer to a write is the object as stored, stamped with the revision of the write, so a
 client sees the same JSON the cache will serve.
+
+Dry run (``dryRun=All``), as Kubernetes' ``DryRunnableStorage`` does it: every read, check
+and defaulting step runs, the transaction is not sent. A create answers the object without
+a resourceVersion (nothing was stored), after checking that the name is free; an update or
+patch answers the result at the revision it was read at; a delete checks the preconditions.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from watchcache.errors import (
     StatusDetails,
 )
 from watchcache.etcd.client import EtcdClient, prefix_range_end
+from watchcache.gostrconv import parse_uint64
 from watchcache.objects import load_json
+from watchcache.write_options import DeleteOptions
 
 #: Kubernetes' GuaranteedUpdate retries a patch on conflict; so does this.
 MAX_ATTEMPTS = 5
@@ -70,7 +77,9 @@ class ObjectStore:
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def create(self, namespace: str, body: bytes) -> bytes:
+    async def create(self, namespace: str, body: bytes, *, dry_run: bool = False) -> bytes:
+        """The created object (201). ``dry_run``: every check runs, including whether the
+        name is taken, but nothing is written and the answer has no resourceVersion."""
         spec = self.spec
         obj = admission.parse_body(body)
         metadata = admission.check_object(spec, obj, namespace=namespace, name=None)
@@ -80,12 +89,18 @@ class ObjectStore:
             raise NotFoundError.for_object("namespaces", namespace)
         admission.prepare_create(metadata, obj, spec)
         key = spec.key(namespace, name).encode()
+        if dry_run:
+            if await self.client.get(key) is not None:
+                raise AlreadyExistsError.for_object(spec.name, name, spec.group)
+            return admission.encode(obj)
         result = await self.client.create(key, admission.encode(obj))
         if not result.succeeded:
             raise AlreadyExistsError.for_object(spec.name, name, spec.group)
         return self._answer(namespace, name, obj, result.revision)
 
-    async def update(self, namespace: str, name: str, body: bytes) -> bytes:
+    async def update(
+        self, namespace: str, name: str, body: bytes, *, dry_run: bool = False
+    ) -> bytes:
         spec = self.spec
         obj = admission.parse_body(body)
         metadata = admission.check_object(spec, obj, namespace=namespace, name=name)
@@ -94,12 +109,14 @@ class ObjectStore:
             stored, revision = await self.read(namespace, name)
             if precondition and precondition != revision:
                 raise self._conflict(name)
-            answer = await self._replace(namespace, name, obj, stored, revision)
+            answer = await self._replace(namespace, name, obj, stored, revision, dry_run=dry_run)
             if answer is not None:
                 return answer
         raise self._conflict(name)
 
-    async def patch(self, namespace: str, name: str, content_type: str, body: bytes) -> bytes:
+    async def patch(
+        self, namespace: str, name: str, content_type: str, body: bytes, *, dry_run: bool = False
+    ) -> bytes:
         spec = self.spec
         if len(body) > admission.MAX_BODY_BYTES:
             admission.parse_body(body)  # raises the 413
@@ -116,7 +133,9 @@ class ObjectStore:
             precondition = _resource_version(metadata)
             if precondition and precondition != revision:
                 raise self._conflict(name)
-            answer = await self._replace(namespace, name, patched, stored, revision)
+            answer = await self._replace(
+                namespace, name, patched, stored, revision, dry_run=dry_run
+            )
             if answer is not None:
                 return answer
         raise self._conflict(name)
@@ -128,13 +147,18 @@ class ObjectStore:
         obj: dict[str, Any],
         stored: dict[str, Any],
         revision: int,
+        *,
+        dry_run: bool,
     ) -> bytes | None:
         """Write ``obj`` over ``stored`` if the key is still at ``revision`` (server-owned
         fields carried over; an unchanged object is not written). The answer, or None when
-        someone wrote in between (the caller re-reads or reports the conflict)."""
+        someone wrote in between (the caller re-reads or reports the conflict). A dry run
+        answers the object as it would be stored, at the revision it was read at."""
         admission.prepare_update(obj["metadata"], stored)
         if obj == _without_volatile(stored):
             return self._answer(namespace, name, stored, revision)
+        if dry_run:
+            return self._answer(namespace, name, obj, revision)
         key = self.spec.key(namespace, name).encode()
         result = await self.client.update(key, admission.encode(obj), revision)
         if result.succeeded:
@@ -143,29 +167,31 @@ class ObjectStore:
             raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
         return None
 
-    async def delete(self, namespace: str, name: str, options: dict[str, Any]) -> bytes:
+    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> bytes:
+        """Delete at the revision read, if ``options``' preconditions hold (409 otherwise);
+        retried when someone wrote in between. A dry run checks the same and writes
+        nothing: neither the object nor, for a namespace, its contents."""
         spec = self.spec
-        preconditions = options.get("preconditions") or {}
-        if not isinstance(preconditions, dict):
-            raise BadRequestError("preconditions must be a JSON object")
         for _ in range(MAX_ATTEMPTS):
             stored, revision = await self.read(namespace, name)
             uid = (stored.get("metadata") or {}).get("uid", "")
-            want_uid = preconditions.get("uid")
+            want_uid = options.precondition_uid
             if want_uid and want_uid != uid:
                 raise ConflictError(
                     f'Operation cannot be fulfilled on {spec.name} "{name}": Precondition '
                     f"failed: UID in precondition: {want_uid}, UID in object meta: {uid}",
                     details=StatusDetails(name=name, group=spec.group, kind=spec.name),
                 )
-            want_rv = preconditions.get("resourceVersion")
-            if want_rv and str(want_rv) != str(revision):
+            want_rv = options.precondition_resource_version
+            if want_rv and want_rv != str(revision):
                 raise ConflictError(
                     f'Operation cannot be fulfilled on {spec.name} "{name}": Precondition '
                     f"failed: ResourceVersion in precondition: {want_rv}, ResourceVersion in "
                     f"object meta: {revision}",
                     details=StatusDetails(name=name, group=spec.group, kind=spec.name),
                 )
+            if options.dry_run:
+                return _success(spec, name, uid)
             result = await self.client.delete(spec.key(namespace, name).encode(), revision)
             if result.succeeded:
                 if spec.name == "namespaces":
@@ -197,13 +223,12 @@ def _resource_version(metadata: dict[str, Any]) -> int:
     if not value:
         return 0
     text = str(value)
-    # Go's strconv.ParseUint(text, 10, 64). Not int(): it takes " 1", "+1", other scripts'
-    # digits and "-1", and a negative rv would have skipped the precondition altogether.
-    if not (text.isascii() and text.isdigit()) or int(text) >= 2**64:
+    number, problem = parse_uint64(text)
+    if problem is not None:
         raise BadRequestError(
             f'metadata.resourceVersion: Invalid value: "{value}": must be a number'
         )
-    return int(text)
+    return number
 
 
 def _without_volatile(stored: dict[str, Any]) -> dict[str, Any]:
