@@ -63,11 +63,12 @@ class ListRenderer {
 
  private:
   // A value past a few hundred bytes is copied by a plain forward loop of 64-byte blocks
-  // (inlined moves), not by one memcpy call per value. On an AMD EPYC machine, rendering
-  // 500 x 1 KB values that are each a cache miss away took 60-94 us with glibc's memcpy
-  // (its AVX-512, AVX2 and SSE2 variants alike) and 45-54 us with this loop, alternating on
-  // the same data; why memcpy's larger-size path streams worse here was not pinned down.
-  // Short values are as fast either way and keep the single call.
+  // (inlined moves), not by one memcpy call per value: with 500 x 1 KB values that are each
+  // a cache miss away, engine_bench's "render 500 x 1 KB" row (`make bench-native`) took
+  // 69-98 us with glibc's memcpy and 46-57 us with this loop (f229917 against its parent,
+  // builds run alternately), and glibc's AVX-512, AVX2 and SSE2 variants were alike. Why
+  // memcpy's larger-size path streams worse here was not pinned down. Short values are as
+  // fast either way and keep the single call.
   static void copy_value(char* out, std::string_view v) noexcept {
     constexpr std::size_t kBlock = 64, kShort = 256;
     const char* src = v.data();
