@@ -563,7 +563,7 @@ TEST_F(ReclaimDomainTest, FreedNodesAreParkedAndHandedBackBySize) {
 
 TEST_F(ReclaimDomainTest, ParkingIsBounded) {
   detail::ReclaimDomain d(kCountingHooks);
-  const int n = static_cast<int>(detail::ReclaimDomain::kParkedPerSize) + 10;
+  const int n = static_cast<int>(detail::ParkedNodes::kPerSize) + 10;
   d.pin(2);
   for (int i = 0; i < n; ++i) d.retire_node(new int(i), 1, 3, 16);
   const int before = g_nodes_freed;
@@ -579,7 +579,7 @@ TEST_F(ReclaimDomainTest, ParkingIsBounded) {
     for (void* p : stock[0].nodes) discard(p, stock[0].bytes);
     stock[0].nodes.clear();
   }
-  EXPECT_EQ(handed, detail::ReclaimDomain::kParkedPerSize) << "the rest were deleted, not parked";
+  EXPECT_EQ(handed, detail::ParkedNodes::kPerSize) << "the rest were deleted, not parked";
 }
 
 TEST_F(ReclaimDomainTest, DestructorFreesWhatIsStillRetired) {

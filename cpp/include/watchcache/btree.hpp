@@ -49,7 +49,8 @@
 // Costs (n items, F fan-out): get, put, erase O(log n) node visits with ~1 key dereference
 // at the leaf; snapshot O(1); count/rank O(F log n); scan O(log n + k); a write after a
 // snapshot allocates and copies log_F(n) nodes (0.7-1 KB each at F=32), taken from the
-// nodes the reclaim domain parked when older snapshots went (reclaim.hpp).
+// nodes the reclaim domain parked when older snapshots went (node_memory.hpp: the tiers
+// node memory passes through).
 //
 // Threads. One writer owns a Tree; Tree reads are not safe concurrently with its writes.
 // Snapshots, cursors and scans over snapshots are safe from any thread without locks while
@@ -73,7 +74,7 @@
 #include <vector>
 
 #include "watchcache/item.hpp"
-#include "watchcache/node_pool.hpp"
+#include "watchcache/node_memory.hpp"
 #include "watchcache/reclaim.hpp"
 #include "watchcache/sanitizers.hpp"
 #include "watchcache/single_thread.hpp"
@@ -295,54 +296,6 @@ template <unsigned F>
 inline std::size_t node_bytes(const Node<F>* n) noexcept {
   return n->leaf ? sizeof(Leaf<F>) : sizeof(Inner<F>);
 }
-
-// Node accounting and disposal go by size, never by reading the node: a node retired long
-// ago is cold, and parking it must not cost a cache miss (the writer's next copy into it
-// pays for the line anyway, as a store).
-// A single-threaded process adds without the locked instruction, which would wait for the
-// path copy's stores to reach the cache (single_thread.hpp).
-inline void count_nodes(std::int64_t nodes, std::int64_t bytes) noexcept {
-  auto& c = live_counters();
-  if (single_threaded()) {
-    c.nodes.store(c.nodes.load(std::memory_order_relaxed) + nodes, std::memory_order_relaxed);
-    c.bytes.store(c.bytes.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-    return;
-  }
-  c.nodes.fetch_add(nodes, std::memory_order_relaxed);
-  c.bytes.fetch_add(bytes, std::memory_order_relaxed);
-}
-
-// Node memory comes from the NodePool (node_pool.hpp: why), except in sanitizer builds,
-// where operator new/delete let ASan and TSan follow each node's lifetime.
-#define WATCHCACHE_NODE_POOL (!WATCHCACHE_SANITIZED)
-
-inline void* new_node_memory(std::size_t bytes) {
-#if WATCHCACHE_NODE_POOL
-  return NodePool::instance().allocate(bytes);
-#else
-  return ::operator new(bytes);
-#endif
-}
-
-// See ChunkSource::set_prefault (nodes and items). Sanitizer builds take neither from it:
-// nothing to prefault, false.
-inline bool set_prefault([[maybe_unused]] bool on) {
-#if WATCHCACHE_NODE_POOL
-  return ChunkSource::instance().set_prefault(on);
-#else
-  return false;
-#endif
-}
-
-// Leaf and Inner are trivially destructible, so a node's memory is all there is to free.
-inline void discard_node(void* p, [[maybe_unused]] std::size_t bytes) noexcept {
-#if WATCHCACHE_NODE_POOL
-  NodePool::instance().release(p, bytes);
-#else
-  ::operator delete(p);
-#endif
-}
-inline constexpr NodeHooks kNodeHooks{&discard_node, &count_nodes};
 
 // Sign of probe `k` against the node's common prefix: <0 below every key in the node, >0
 // above every key, 0 when k shares the prefix (then the integers decide).
@@ -903,8 +856,7 @@ class BasicTree {
   ~BasicTree() {
     release_all(detail::kForever);
     settle_node_counts();  // an empty tree whose last write threw
-    for (detail::NodeStock& stock : stock_)
-      for (void* n : stock.nodes) detail::discard_node(n, stock.bytes);
+    for (detail::NodeStock& stock : stock_) stock.discard_all();
   }
 
   std::size_t size() const noexcept { return size_; }
@@ -1067,30 +1019,16 @@ class BasicTree {
   void check_invariants() const { view().check(version_); }
 
  private:
-  // Nodes come from the stock of parked ones when there is one (reclaim.hpp: why).
+  // Node memory comes from the writer's stock, and a node no snapshot has seen goes back
+  // to it: node_memory.hpp has the tiers and the policy.
   template <class Kind>
   Kind* allocate() {
-    detail::NodeStock& stock = stock_[std::is_same_v<Kind, Leaf> ? 0 : 1];
-    void* mem;
-    if (stock.nodes.empty()) {
-      mem = detail::new_node_memory(sizeof(Kind));
-    } else {
-      mem = stock.nodes.back();
-      stock.nodes.pop_back();
-      if (!stock.nodes.empty()) prefetch_for_write(stock.nodes.back(), sizeof(Kind));
-    }
-    Kind* n = new (mem) Kind(version_);
+    Kind* n = new (stock_for(std::is_same_v<Kind, Leaf>).take()) Kind(version_);
     owe_nodes(+1, sizeof(Kind));
     bytes_ += sizeof(Kind);
     return n;
   }
-  // Parked nodes are cold (parking never touches them), and a path copy overwrites one
-  // per level: fetching the next one while this one is filled takes the store misses of
-  // the next copy off its critical path.
-  static void prefetch_for_write(const void* node, std::size_t bytes) noexcept {
-    const char* p = static_cast<const char*>(node);
-    for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 1);
-  }
+  detail::NodeStock& stock_for(bool leaf) noexcept { return stock_[leaf ? 0 : 1]; }
   Leaf* new_leaf() { return allocate<Leaf>(); }
   Inner* new_inner() { return allocate<Inner>(); }
 
@@ -1099,12 +1037,8 @@ class BasicTree {
   void retire_node(Node* n) {
     bytes_ -= detail::node_bytes(n);
     if (n->birth == version_) {  // never visible to a snapshot
-      detail::NodeStock& stock = stock_[n->leaf ? 0 : 1];
       owe_nodes(-1, detail::node_bytes(n));
-      if (stock.nodes.size() < detail::ReclaimDomain::kStockHigh)
-        stock.nodes.push_back(n);
-      else
-        detail::discard_node(n, detail::node_bytes(n));
+      stock_for(n->leaf).give_back(n);
       return;
     }
     retiring_.push_back(detail::ReclaimDomain::node(n, n->birth, version_, detail::node_bytes(n)));
@@ -1455,7 +1389,7 @@ class BasicTree {
   }
 
   std::shared_ptr<detail::ReclaimDomain> domain_;
-  std::array<detail::NodeStock, 2> stock_;  // parked leaves, parked internal nodes
+  std::array<detail::NodeStock, 2> stock_;  // free leaves, free internal nodes (node_memory.hpp)
   std::vector<detail::ReclaimDomain::Retired> retiring_;
   std::int64_t owed_nodes_ = 0, owed_bytes_ = 0;  // see settle_node_counts()
   Node* root_ = nullptr;

@@ -1,23 +1,37 @@
 // ChunkSource: the engine's memory from the OS, in 2 MB chunks aligned to their size and
-// advised as transparent huge pages, for the NodePool (nodes) and the ItemHeap (items);
-// with prefaulting on, a helper thread keeps a few chunks faulted in ahead of the writer.
+// advised as transparent huge pages, for the NodePool (nodes: tier 3 of node_memory.hpp's
+// tiers) and the ItemHeap (items); with prefaulting on, a helper thread keeps a few chunks
+// faulted in ahead of the writer. Why huge pages is said here, for both users.
 //
 // Why huge pages: a read or copy of a node or an item in a large tree is a TLB miss
 // besides a cache miss, and on a virtual machine a 4 KB page walk is itself several memory
-// reads. node_pool.hpp and item_heap.hpp give what each gained. Where THP is off or
-// unsupported the advice is refused and chunks use small pages.
+// reads. Items are most of a cache's memory (1M items of 100-byte values: 190 MB) and every
+// get, put and scan reads nodes and items all over it. Time ratios at 1M keys against small
+// pages, from scripts/ab-engine.sh (two builds in one process, alternating batches; the
+// scenarios are named in the script):
+//   nodes in huge pages, against 1 MB slabs of 4 KB pages: update 0.91, get 0.93-0.95,
+//     snap_put 0.95-0.97, window 0.94-0.97 (`scripts/ab-engine.sh 10bb913~1 update get
+//     snap_put window` at 28109d0, the first revision with the script);
+//   items in huge pages, against glibc's malloc: update 0.84-0.88, snap_put 0.89-0.90,
+//     window 0.89-0.90, get 0.94-0.96, scan 0.93-0.94 (`scripts/ab-engine.sh 773a460~1` at
+//     773a460); the same chunks without the MADV_HUGEPAGE advice gained nothing
+//     (0.97-1.01): the pages are the gain, not the layout.
+// Where THP is off or unsupported the advice is refused and chunks use small pages. A huge
+// page costs most at its first touch: a fault, zeroing 2 MB and often compaction, which
+// takes far longer and varies far more than small pages' first touch of the same memory
+// (git show 93f8cb6). Hence the prefaulting below, and the ItemHeap keeping empty chunks
+// for reuse.
 //
 // Why prefault: while a watch cache grows (its history window filling: every path copy is
 // new memory, about 4 KB per event, and every event's item) the writer would otherwise
-// fault in and zero fresh memory itself: 1-1.5 µs of a 5 µs event with 4 KB pages
-// (bench/apply_cost.py, window growing vs steady), and a fresh huge page here costs a
-// fault, zeroing and often compaction (first touch of 256 MB: 39-748 ms, against 143-228
-// ms in small pages; a probe outside the repo). The helper takes that off the writer's
-// thread. Prefaulting is off until set_prefault(true): the WatchCache turns it on. A
-// process that has started a thread loses libc's and libstdc++'s single-thread fast paths
-// (malloc's arena locks, atomic shared_ptr counts), which cost a plain Tree 10-20 % per put
-// in the microbenchmarks; a watch cache runs among the event loop's and gRPC's threads
-// anyway.
+// fault in and zero fresh memory itself: 1-1.5 µs of a 5 µs event with 4 KB pages (`python
+// bench/apply_cost.py`: window growing against steady), more with huge pages. The helper
+// takes that off the writer's thread. Prefaulting is off until set_prefault(true): the
+// WatchCache turns it on. A process that has started a thread loses libc's and libstdc++'s
+// single-thread fast paths (malloc's arena locks, atomic shared_ptr counts), which cost a
+// plain Tree 10-20 % per put (bench/test_bench_engine.py's test_put at 1M, with the helper
+// thread against without: git show 2f3ed75); a watch cache runs among the event loop's and
+// gRPC's threads anyway.
 #pragma once
 
 #include <sys/mman.h>
@@ -29,6 +43,8 @@
 #include <new>
 #include <thread>
 #include <vector>
+
+#include "watchcache/sanitizers.hpp"
 
 namespace watchcache::detail {
 
@@ -133,5 +149,15 @@ class ChunkSource {
   bool started_ = false;
   bool prefault_ = false;
 };
+
+// ChunkSource::set_prefault, for the process. Sanitizer builds take neither nodes nor items
+// from chunks (sanitizers.hpp): nothing to prefault, false.
+inline bool set_prefault([[maybe_unused]] bool on) {
+#if WATCHCACHE_SANITIZED
+  return false;
+#else
+  return ChunkSource::instance().set_prefault(on);
+#endif
+}
 
 }  // namespace watchcache::detail

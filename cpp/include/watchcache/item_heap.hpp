@@ -1,20 +1,13 @@
 // ItemHeap: memory for items, carved from 2 MB chunks that are transparent huge pages.
 //
-// Why its own memory: a read of an item in a large tree is a cache miss and, on 4 KB pages,
-// a TLB miss too, and on a virtual machine a page walk is itself several memory reads. Items
-// are most of a cache's memory (1M items of 100-byte values: 190 MB), so malloc's small
-// pages made every get, put and scan pay walks. Measured with scripts/ab-engine.sh on an
-// AMD EPYC VM, two runs, against items from glibc's malloc (kept in per-class free lists):
-// update with an older snapshot 0.84-0.88x, snapshot-put-drop 0.89-0.90x, write after a
-// fresh snapshot in a window of 1000 0.89-0.90x, get 0.94-0.96x, scan 500 0.93-0.94x. A
-// probe with the same chunks on small pages gained nothing (0.97-1.01x): the pages are the
-// gain, not the layout.
+// Why its own memory: items in huge pages, which malloc's heap does not give.
+// chunk_source.hpp says why huge pages and what items gained from them.
 //
-// Memory: no per-block header, so small items take less than from malloc (engine_bench,
-// 1M items with 100-byte values: 63 B over the raw bytes per item against 82). Mid-size
-// items take more, from the coarser classes and partly used spans: 100k items of 100-4000
-// random bytes, replaced at random for 20 rounds, held 1.08-1.13x their bytes against
-// 1.01-1.07x with malloc (a probe outside the repo).
+// Memory: no per-block header, so small items take less than from malloc: 63 B over the
+// raw bytes per item against 82 (engine_bench's "memory: RSS per item" row, `make
+// bench-native`, at 773a460 and its parent). Mid-size items take more, from the coarser
+// classes and partly used spans: 100-4000 byte items replaced at random held a few percent
+// more of their bytes than with malloc (git show 773a460).
 //
 // Layout. A chunk (chunk_source.hpp) is 2 MB, aligned to 2 MB, a huge page. It is cut into 32
 // spans of 64 KB; a span holds blocks of one size class. The chunk starts with its header:
@@ -33,12 +26,11 @@
 // for any class. A chunk whose spans are all free is kept while there are fewer empty
 // chunks than chunks in use (at least kSpareChunks), else unmapped: a cache that is rebuilt
 // beside its old contents (a relist) keeps the memory for the next rebuild, since a fresh
-// huge page costs a fault, zeroing and often compaction (first touch of 256 MB here:
-// 39-748 ms, against 143-228 ms in small pages), while a cache emptied for good returns it
-// all but the spares. Memory is therefore held by live items, the unused part of the spans
-// they are in, and at most as much again in empty chunks: like any allocator that keeps a
-// size per span (not per block), items of a class freed at random leave spans partly used
-// until they fill again.
+// huge page is costly to touch first (chunk_source.hpp), while a cache emptied for good
+// returns it all but the spares. Memory is therefore held by live items, the unused part
+// of the spans they are in, and at most as much again in empty chunks: like any allocator
+// that keeps a size per span (not per block), items of a class freed at random leave spans
+// partly used until they fill again.
 //
 // Thread-safety: items are freed from any thread (a snapshot dropped by a reader, a
 // Python reference released), so one spinlock guards the heap: the critical sections are

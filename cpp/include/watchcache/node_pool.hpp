@@ -1,5 +1,7 @@
-// NodePool: memory for tree nodes, cut from chunks of the ChunkSource (huge pages, faulted
-// in ahead of the writer when prefaulting is on: chunk_source.hpp).
+// NodePool: tier 3 of the node memory tiers (node_memory.hpp: the tiers, and which one a
+// node is taken from and goes back to): a free list per node size, and chunks of the
+// ChunkSource (huge pages, faulted in ahead of the writer when prefaulting is on:
+// chunk_source.hpp says why) cut with a bump pointer.
 //
 // Why: every write after a snapshot copies a root-to-leaf path, and while a history window
 // fills (the first 75 s of a watch cache, or its first 100k events) every copy is new
@@ -8,15 +10,10 @@
 // that is already resident. Nodes freed go back to their size's free list. Chunks also
 // spare each node malloc's header (16 B).
 //
-// Huge pages for nodes, measured with two builds in one process, alternating batches at
-// 1M keys (scripts/ab-engine.sh) on an AMD EPYC VM, two runs: update with an older snapshot
-// 0.91x, get 0.93-0.95x, snapshot-put-drop 0.95-0.97x, write after a fresh snapshot in a
-// window of 1000 0.94-0.97x (against 1 MB slabs of 4 KB pages).
-//
 // Memory taken is kept for reuse and never returned (as most allocators keep a heap's
 // high-water mark). Two size classes are expected per fan-out (leaf, internal node); each
 // has its own list and lock, and any thread may free.
-// Sanitizer builds bypass the pool (plain operator new/delete, see btree.hpp) so that ASan
+// Sanitizer builds bypass the pool (plain operator new/delete: node_memory.hpp) so that ASan
 // still sees every node's lifetime; the pool itself is tested directly. A fork() while
 // another thread holds one of the pool's locks leaves the child unable to allocate nodes,
 // as with any lock-holding allocator without fork handlers: fork before using the engine.

@@ -29,11 +29,9 @@
 // it kept alone was retired after it was taken, so it is the list's tail, still in cache;
 // unpin frees that tail (a bounded stretch of it) right away.
 //
-// Recycling: a write after a snapshot allocates a path of nodes and, once the oldest stored
-// snapshot goes, frees about as many. Nodes are over 1 KB, past glibc's per-thread cache, so
-// each malloc/free went through the shared bins with coalescing: a quarter of a write's
-// instructions (callgrind). Freed nodes are parked here instead, a bounded number per node
-// size, and handed back to the writer on its next retire() (the lock it takes anyway).
+// Recycling: a node freed here is parked, not deleted, and handed to the writer's stock on
+// its next retire(), under the lock that call takes anyway. This is tier 2 of the node
+// memory tiers, which node_memory.hpp describes and whose policy it owns (ParkedNodes).
 //
 // Thread-safety: one mutex guards the pin set, the retired list (and the frees it does) and
 // the parked nodes.
@@ -42,7 +40,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -53,30 +50,14 @@
 #include <vector>
 
 #include "watchcache/item.hpp"
+#include "watchcache/node_memory.hpp"
 
 namespace watchcache::detail {
 
 inline constexpr std::uint64_t kForever = std::numeric_limits<std::uint64_t>::max();
 
-// How the domain disposes of the tree's nodes, which it only knows as pointers and sizes
-// (so that nothing needs to read a cold node), and tells the live accounting they left.
-struct NodeHooks {
-  void (*discard)(void*, std::size_t bytes) noexcept;  // deletes a node's memory
-  // Adds to the live node accounting: called once per batch of freed or parked nodes (with
-  // negative counts), not per node, since each call is a locked add (see BasicTree::owe_nodes).
-  void (*count)(std::int64_t nodes, std::int64_t bytes) noexcept;
-};
-
-// A writer's stock of parked nodes of one size, refilled by ReclaimDomain::retire().
-struct NodeStock {
-  std::size_t bytes = 0;
-  std::vector<void*> nodes;
-};
-
 class ReclaimDomain {
  public:
-  static constexpr std::size_t kParkedPerSize = 128;  // bounds the memory parked per size
-  static constexpr std::size_t kStockHigh = 32;  // nodes a writer keeps at hand, per size
   static constexpr std::size_t kNewestScan = 64;  // bounds the work of one unpin (free_newest_locked)
   static constexpr std::size_t kPrefetchAhead = 16;  // retired entries whose items an unpin prefetches
 
@@ -86,8 +67,7 @@ class ReclaimDomain {
   ~ReclaimDomain() {
     for (const Retired& r : retired_) free_one(r);
     settle_locked();
-    for (Parked& p : parked_)
-      for (void* n : p.nodes) hooks_.discard(n, p.bytes);
+    parked_.discard_all(hooks_);
   }
 
   void pin(std::uint64_t version) {
@@ -136,7 +116,7 @@ class ReclaimDomain {
 
   // Hands objects to the domain, one lock for the batch (a write retires a path at once).
   // Objects no snapshot can reach are freed at once. Clears `batch`. Under the same lock,
-  // tops up each of `stocks` that runs low with parked nodes of its size.
+  // refills the writer's `stocks` with parked nodes (ParkedNodes::restock).
   void retire(std::vector<Retired>& batch, std::span<NodeStock> stocks = {}) {
     if (batch.empty()) return;
     std::lock_guard lock(mu_);
@@ -151,17 +131,7 @@ class ReclaimDomain {
     batch.clear();
     if (retired_.size() >= sweep_threshold_) sweep_locked();
     settle_locked();
-    for (NodeStock& stock : stocks) {
-      Parked* p = parked_for(stock.bytes);
-      if (!p || p->nodes.empty() || stock.nodes.size() >= kStockHigh) continue;
-      // The most recently parked go on top, in order: the writer's next copies land in
-      // nodes freed a write ago (when a snapshot taken for that write was dropped), whose
-      // lines are likely still in cache, rather than in the coldest of a batch.
-      const std::size_t take = std::min(p->nodes.size(), kStockHigh - stock.nodes.size());
-      const auto from = p->nodes.end() - static_cast<std::ptrdiff_t>(take);
-      stock.nodes.insert(stock.nodes.end(), from, p->nodes.end());
-      p->nodes.erase(from, p->nodes.end());
-    }
+    parked_.restock(stocks);
   }
   void retire_node(void* n, std::uint64_t birth, std::uint64_t death, std::size_t bytes) {
     std::vector<Retired> one{node(n, birth, death, bytes)};
@@ -219,23 +189,6 @@ class ReclaimDomain {
     std::uint32_t count;
   };
 
-  struct Parked {
-    std::size_t bytes = 0;
-    std::vector<void*> nodes;
-  };
-
-  // The parked list for nodes of `bytes`; a tree has two node sizes (leaf, internal).
-  Parked* parked_for(std::size_t bytes) noexcept {
-    for (Parked& p : parked_)
-      if (p.bytes == bytes) return &p;
-    for (Parked& p : parked_)
-      if (p.bytes == 0) {
-        p.bytes = bytes;
-        return &p;
-      }
-    return nullptr;
-  }
-
   void free_one(const Retired& r) noexcept {
     if (r.is_item) {
       static_cast<const Item*>(r.ptr)->release();
@@ -244,15 +197,7 @@ class ReclaimDomain {
     // Parked or deleted, the node leaves the live accounting.
     owed_nodes_ -= 1;
     owed_bytes_ -= static_cast<std::int64_t>(r.bytes);
-    Parked* p = parked_for(r.bytes);
-    if (p && p->nodes.size() < kParkedPerSize) {
-      try {
-        p->nodes.push_back(r.ptr);
-        return;
-      } catch (...) {  // out of memory for the list: free the node instead
-      }
-    }
-    hooks_.discard(r.ptr, r.bytes);
+    parked_.park(r.ptr, r.bytes, hooks_);
   }
 
   void settle_locked() noexcept {
@@ -384,7 +329,7 @@ class ReclaimDomain {
 
   NodeHooks hooks_;
   std::int64_t owed_nodes_ = 0, owed_bytes_ = 0;  // node counts not yet settled (settle_locked)
-  std::array<Parked, 2> parked_{};
+  ParkedNodes parked_;
   mutable std::mutex mu_;
   std::vector<Pin> pins_;
   std::size_t head_ = 0;
