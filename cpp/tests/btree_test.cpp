@@ -137,7 +137,7 @@ TYPED_TEST(BTreeTest, RandomOperationsMatchModelWhileManySnapshotsLive) {
 
 // Inserts in random order shorten node prefixes (every key outside one does); splits must
 // give them back, or a grown tree searches by reading items where a bulk-loaded one would
-// not (btree.hpp, repack_halves).
+// not (btree_write.hpp, repack_halves).
 TYPED_TEST(BTreeTest, RandomInsertsKeepEveryNodePrefixExact) {
   constexpr unsigned F = TypeParam::kFanout;
   const std::size_t n = F <= 8 ? 3000 : 4 * F * F;
