@@ -99,7 +99,7 @@ lint: venv
 	$(PY) -m ruff check python tests bench
 	$(PY) -m ruff format --check python tests bench
 	$(PY) -m mypy
-	$(VENV)/bin/lint-imports --config pyproject.toml
+	$(VENV)/bin/lint-imports pyproject.toml
 
 $(VENV)/.bench-stamp: $(VENV)/.deps-stamp
 	$(PY) -m pip install -q --disable-pip-version-check $(BENCH_PACKAGES)

@@ -43,12 +43,12 @@ from dataclasses import asdict, dataclass
 from typing import TypeVar
 
 from harness import mode, parser
-from scenario_report import Report, Row, plot_rows, table
+from reporting import Report, Row, plot_rows, table
 from watchcache import Item, Tree
-from watchcache.cache import WatchCache
-from watchcache.event import Event, EventType
-from watchcache.options import ListOptions, WatchOptions
-from watchcache.tokens import encode_continue
+from watchcache.cache.event import Event, EventType
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.wire.options import ListOptions, WatchOptions
+from watchcache.wire.tokens import encode_continue
 from workload import PREFIX, make_value, seed_from_env
 
 

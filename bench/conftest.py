@@ -15,7 +15,7 @@ is about 4 GB at 1M items with 1 KB values (``WATCHCACHE_BENCH_VALUE_BYTES=1024`
 
 The seed (``WATCHCACHE_SEED``), sizes and versions are printed in the header and stored in
 the JSON's ``machine_info["watchcache_bench"]`` together with the command line, which
-``report.py`` copies into bench/README.md.
+``peers_report.py`` copies into bench/README.md.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from workload import Workload, seed_from_env, size_label
 
 FULL_SIZES = (100_000, 1_000_000)
 QUICK_SIZES = (100_000,)
-#: Value size the DESIGN.md targets state (except the 1 KB rendered-body target, which
+#: Value size the docs/architecture.md targets state (except the 1 KB rendered-body target, which
 #: ``make bench`` checks in a second pass with ``WATCHCACHE_BENCH_VALUE_BYTES=1024``).
 #: ``workload.make_value`` pads to exactly 100: its unpadded object is at most 95 bytes while
 #: resource versions stay below 10 million (they reach n + 16,384).

@@ -31,12 +31,12 @@ from dataclasses import asdict
 from typing import Any
 
 from harness import etcd, mode, parser, peak_rss, percentile, rss
-from scenario_report import Report, Row, plot_rows, table
+from reporting import Report, Row, plot_rows, table
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
-from watchcache.options import ListOptions
-from watchcache.synced import SyncedCache
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.options import ListOptions
 
 PREFIX = "/registry/pods/"
 
@@ -57,7 +57,7 @@ def pod_key(i: int) -> bytes:
 
 
 async def load(client: EtcdClient, n: int, size: int, start: int = 0) -> int:
-    """Put n pods with transactions of 128 puts, 8 in flight (ETCD.md: ~4.6 s for 300k)."""
+    """Put n pods with transactions of 128 puts, 8 in flight (docs/etcd.md: ~4.6 s for 300k)."""
     batches = [range(i, min(i + 128, start + n)) for i in range(start, start + n, 128)]
     semaphore = asyncio.Semaphore(8)
     raw = 0

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import httpx
 
-from watchcache.apiserver.loader import load_objects, make_object
-from watchcache.apiserver.resources import CONFIGMAPS
+from watchcache.cli.load import load_objects, make_object
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster, die_with_parent_prefix, free_ports
+from watchcache.registry.resources import CONFIGMAPS
 
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"

@@ -58,13 +58,13 @@ from harness import (
     paced,
     parser,
 )
-from scenario_report import Headline, Report, figure, fmt_ms, fmt_ratio, markdown
-from watchcache.apiserver.resources import CONFIGMAPS
+from reporting import Headline, Report, figure, fmt_ms, fmt_ratio, markdown
+from watchcache.cache.backing_store import Source
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.version import ConsistentReadsMode
-from watchcache.options import ListOptions
-from watchcache.planner import Source
-from watchcache.synced import SyncedCache
+from watchcache.registry.resources import CONFIGMAPS
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.options import ListOptions
 
 SELECTOR = "app=nobody"
 RATE = 1.0  # LISTs per second

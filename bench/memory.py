@@ -12,8 +12,9 @@ copies keys and values into its items and the stream's Python objects are freed,
 delta is the engine alone (it also reports the engine's own ``Tree.nbytes``). "raw" is
 the UTF-8 key bytes plus value bytes, the floor for any store; overhead = delta - raw.
 
-Target (DESIGN.md): watchcache at 1M items with ~40-byte keys and 100-byte values costs at
-most raw + 96 B/item and less than a dict holding the same. Cost: ~10 s per child at 1M.
+Target (docs/architecture.md): watchcache at 1M items with ~40-byte keys and 100-byte
+values costs at most raw + 96 B/item and less than a dict holding the same. Cost: ~10 s
+per child at 1M.
 RSS is coarse (pages, allocator caching): trust differences of a few bytes/item at 1M,
 not at 1k.
 """

@@ -62,10 +62,10 @@ from harness import (
     reset_peak_rss,
     rss,
 )
-from scenario_report import Headline, Report, figure, fmt_mib, fmt_ms, fmt_ratio, markdown
-from watchcache.apiserver.loader import make_object
-from watchcache.apiserver.resources import CONFIGMAPS
+from reporting import Headline, Report, figure, fmt_mib, fmt_ms, fmt_ratio, markdown
+from watchcache.cli.load import make_object
 from watchcache.etcd.client import EtcdClient
+from watchcache.registry.resources import CONFIGMAPS
 
 LIMIT = 500
 WRITES_PER_SECOND = 100

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import README, RESULTS
-from scenario_report import (
+from reporting import (
     REPO,
     Headline,
     load_results,
@@ -83,7 +83,7 @@ def steps(full: bool) -> list[Step]:
         Step(
             "peers",
             [
-                "bench/report.py",
+                "bench/peers_report.py",
                 f"{results}/engine.json",
                 f"{results}/engine-1k.json",
                 "--memory",

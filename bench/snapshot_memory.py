@@ -29,7 +29,7 @@ from typing import Any
 
 from cache_scenarios import loaded_cache, modifications, pods
 from harness import mode, parser, rss
-from scenario_report import Headline, Report, figure, fmt_mib, markdown
+from reporting import Headline, Report, figure, fmt_mib, markdown
 
 OBJECTS = 100_000
 RATE = 1_000

@@ -2,7 +2,7 @@
 
 Each benchmark is written once and runs for every (size, impl) pair (see conftest.py); its
 ``benchmark.group`` is "<op> <size>", so pytest-benchmark prints one side-by-side table per
-operation and size, and ``report.py`` turns the JSON into bench/README.md's tables.
+operation and size, and ``peers_report.py`` turns the JSON into bench/README.md's tables.
 
 Before timing, each benchmark checks once that the contender does the work claimed (scan
 keys match the workload's order, prefix counts match, a render is a valid list body), so a

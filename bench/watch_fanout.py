@@ -46,13 +46,14 @@ import httpx
 
 from cache_scenarios import APPS, loaded_cache, modifications, pods
 from harness import Server, distribution, etcd, etcd_version, load_configmaps, mode, paced, parser
-from scenario_report import Headline, Report, figure, fmt_ms, markdown
-from watchcache.apiserver.resources import CONFIGMAPS
-from watchcache.cache import WatchCache, Watcher
-from watchcache.errors import WatchTerminatedError
+from reporting import Headline, Report, figure, fmt_ms, markdown
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.cache.watcher import Watcher
 from watchcache.etcd.client import EtcdClient
-from watchcache.options import WatchOptions
-from watchcache.synced import SyncedCache
+from watchcache.registry.resources import CONFIGMAPS
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.errors import WatchTerminatedError
+from watchcache.wire.options import WatchOptions
 
 WATCHERS = 1_000
 CACHE_RATE = 5_000

@@ -5,7 +5,7 @@
 #
 # Why not `apt-get install kubernetes-client`: on some machines /usr/bin/kubectl already belongs
 # to another package (a cloud SDK's kubectl dispatcher), so the install would conflict; the
-# tests use this binary by path (KUBECTL.md §6).
+# tests use this binary by path (docs/clients.md §6).
 #
 # Prints the bin directory. Idempotent: does nothing when the binary is already there.
 set -euo pipefail

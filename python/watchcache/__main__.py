@@ -1,5 +1,5 @@
 """``python -m watchcache ...``: the same command line as the ``watchcache`` script."""
 
-from watchcache.cli import main
+from watchcache.cli.main import main
 
 raise SystemExit(main())

@@ -2,7 +2,7 @@
 
 Nothing is recorded here: caches, reflectors and checkers keep plain counters and
 histograms (cheap on their hot paths), and a scrape reads them. Names and labels follow
-SEMANTICS.md §8 (``group``/``resource`` labels as in Kubernetes 1.34+), so dashboards
+docs/semantics.md §8 (``group``/``resource`` labels as in Kubernetes 1.34+), so dashboards
 written for kube-apiserver's watch cache read these too; what Kubernetes has no name for
 is prefixed ``watchcache_``.
 """
@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from watchcache.histogram import Histogram
-from watchcache.synced import SyncedCache
+from watchcache.cache.histogram import Histogram
+from watchcache.sync.synced import SyncedCache
 
 #: Kubernetes reports cacheRV modulo 10^15 so the gauge stays exact in a float64.
 _RV_MODULUS = 10**15

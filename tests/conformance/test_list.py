@@ -1,4 +1,4 @@
-"""LIST conformance: SEMANTICS.md §2, §6.4 and §11 behaviours, against a WatchCache that is
+"""LIST conformance: docs/semantics.md §2, §6.4 and §11 behaviours, against a WatchCache that is
 its own source of truth (no store). The etcd issue runs the delegating rows against a real
 etcd; the rows here are those a cache answers by itself.
 
@@ -15,17 +15,17 @@ import json
 import pytest
 from kubeobjects import PREFIX, added, deleted, modified, names, pod, pod_key, rv_of
 
-from watchcache.cache import WatchCache
-from watchcache.errors import (
+from watchcache.cache.backing_store import ListResult, Source
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.wire.errors import (
     INCONSISTENT_CONTINUE_MESSAGE,
     BadRequestError,
     ExpiredError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
 )
-from watchcache.options import ListOptions
-from watchcache.planner import ListResult, Source
-from watchcache.tokens import encode_continue, parse_continue
+from watchcache.wire.options import ListOptions
+from watchcache.wire.tokens import encode_continue, parse_continue
 
 
 def make_cache(**kwargs: object) -> WatchCache:
@@ -39,11 +39,15 @@ def make_cache(**kwargs: object) -> WatchCache:
         cache.apply(added(item))
     cache.apply(modified(pod("a", "p2", 20, {"app": "web"}), p2))
     cache.apply(deleted(b1, 21))
+    cache.check_invariants()
     return cache
 
 
 async def list_(cache: WatchCache, prefix: str | None = None, **query: str) -> ListResult:
-    return await cache.list(ListOptions.from_query(query), prefix=prefix)
+    try:
+        return await cache.list(ListOptions.from_query(query), prefix=prefix)
+    finally:
+        cache.check_invariants()
 
 
 def body(cache: WatchCache, result: ListResult) -> dict[str, object]:

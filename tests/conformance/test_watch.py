@@ -1,4 +1,4 @@
-"""WATCH conformance: SEMANTICS.md §5 and §11 behaviours 23-30, against a WatchCache
+"""WATCH conformance: docs/semantics.md §5 and §11 behaviours 23-30, against a WatchCache
 without a store (the etcd issue adds the store-dependent rows)."""
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from collections.abc import Sequence
 import pytest
 from kubeobjects import PREFIX, added, deleted, modified, pod, rv_of
 
-from watchcache.cache import WatchCache, Watcher, WatchEvent
-from watchcache.errors import (
+from watchcache.cache.event import EventType
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.cache.watcher import Watcher, WatchEvent
+from watchcache.wire.errors import (
     ExpiredError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     WatchTerminatedError,
 )
-from watchcache.event import EventType
-from watchcache.options import WatchOptions
+from watchcache.wire.options import WatchOptions
 
 ADDED, MODIFIED, DELETED, BOOKMARK = (
     EventType.ADDED,

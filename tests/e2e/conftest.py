@@ -9,7 +9,7 @@ run with ``asyncio.to_thread``) — while the server keeps serving in the test's
 * ``http``: an ``httpx.AsyncClient`` on ``api`` — "another client" for kubectl tests.
 * ``kubectl``: ``await kubectl("get", "ns")`` runs kubectl against ``api`` with an empty
   kubeconfig, ``HOME`` in the test's tmp dir and a fresh ``--cache-dir`` (kubectl caches
-  discovery on disk, KUBECTL.md §1.1); returns a ``CompletedProcess[str]``. A run that
+  discovery on disk, docs/clients.md §1.1); returns a ``CompletedProcess[str]``. A run that
   outlives its timeout is killed and fails the test.
 * ``kubectl_spawn``: starts a long-running kubectl (``get -w``) with stdout piped; every
   process it started is killed by PID when the test ends.

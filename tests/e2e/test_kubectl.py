@@ -1,4 +1,4 @@
-"""kubectl 1.20.2, unchanged, against the apiserver: what KUBECTL.md §1 says it sends, and
+"""kubectl 1.20.2, unchanged, against the apiserver: what docs/clients.md §1 says it sends, and
 what its users see (stdout, stderr, exit code), checked against what etcd holds."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import yaml
 from apiserver_fixture import RunningApiServer
 
 from watchcache.apiserver.discovery import GIT_VERSION
-from watchcache.apiserver.loader import load_objects
-from watchcache.apiserver.resources import CONFIGMAPS
+from watchcache.cli.load import load_objects
+from watchcache.registry.resources import CONFIGMAPS
 
 Kubectl = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
 Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
@@ -171,7 +171,7 @@ async def test_create_from_a_file(api: RunningApiServer, kubectl: Kubectl, tmp_p
         "    two\n"
         "    lines\n"
     )
-    # The default --validate=true fetches /openapi/v2 first (KUBECTL.md §1.8).
+    # The default --validate=true fetches /openapi/v2 first (docs/clients.md §1.8).
     out = ok(await kubectl("create", "-f", str(manifest)))
     assert out.strip() == "configmap/from-file created"
     objs = await stored(api, CONFIGMAPS.collection_prefix("e2e-create"))

@@ -1,6 +1,6 @@
 """The official ``kubernetes`` Python client (37.x), unchanged, against the apiserver:
 paging under concurrent writes, watch with bookmarks and resume, the 410 of an expired
-continue token, and the errors the client turns into ``ApiException`` (KUBECTL.md §3).
+continue token, and the errors the client turns into ``ApiException`` (docs/clients.md §3).
 
 The client is synchronous: every call runs in a thread (``asyncio.to_thread``) while the
 server keeps serving in the test's event loop, and every call is bounded."""
@@ -20,9 +20,9 @@ from kubernetes import client as k8s
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from watchcache.apiserver.loader import load_objects
-from watchcache.apiserver.resources import CONFIGMAPS
+from watchcache.cli.load import load_objects
 from watchcache.etcd.process import EtcdCluster
+from watchcache.registry.resources import CONFIGMAPS
 
 RegistryState = Callable[[], Awaitable[dict[bytes, int]]]
 

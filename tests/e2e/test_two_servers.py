@@ -13,10 +13,10 @@ from apiserver_fixture import RunningApiServer, running_apiserver
 from k8s_client import REQUEST_TIMEOUT, call, namespaced_name
 from kubernetes import client as k8s
 
-from watchcache.apiserver.loader import load_objects
-from watchcache.apiserver.resources import CONFIGMAPS
+from watchcache.cache.backing_store import Source
+from watchcache.cli.load import load_objects
 from watchcache.etcd.process import EtcdCluster
-from watchcache.planner import Source
+from watchcache.registry.resources import CONFIGMAPS
 
 Kubectl = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
 

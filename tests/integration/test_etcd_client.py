@@ -19,10 +19,8 @@ import grpc
 import grpc.aio
 import pytest
 
-from watchcache.errors import ExpiredError
 from watchcache.etcd.client import (
     MAX_TXN_OPS,
-    CompactedError,
     EtcdClient,
     EtcdError,
     EtcdUnavailableError,
@@ -31,6 +29,7 @@ from watchcache.etcd.client import (
 )
 from watchcache.etcd.process import EtcdCluster, free_ports
 from watchcache.etcd.proto import rpc_pb2
+from watchcache.wire.errors import CompactedError, ExpiredError
 
 MiB = 1024 * 1024
 

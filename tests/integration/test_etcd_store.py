@@ -1,4 +1,4 @@
-"""EtcdStore against a real etcd 3.5: Kubernetes' etcd3 LIST (SEMANTICS.md §6), and the
+"""EtcdStore against a real etcd 3.5: Kubernetes' etcd3 LIST (docs/semantics.md §6), and the
 store rows of WatchCache.list end to end through SyncedCache (§2.3-2.7).
 
 - revision selection (§6.2): pinned reads (Exact, legacy exact) see the keyspace as of
@@ -32,7 +32,15 @@ import pytest
 from kubeobjects import PREFIX, names, pod_key, pod_value, rv_of
 
 from watchcache import Item
-from watchcache.errors import (
+from watchcache.cache.backing_store import ListResult, Source, StoreListRequest
+from watchcache.cache.objects import ObjectCodec
+from watchcache.cache.planner import store_revision
+from watchcache.etcd.client import EtcdClient
+from watchcache.etcd.proto import rpc_pb2
+from watchcache.etcd.store import MAX_PAGE, EtcdStore
+from watchcache.etcd.version import ConsistentReadsMode
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.errors import (
     EXPIRED_LIST_MESSAGE,
     INCONSISTENT_CONTINUE_MESSAGE,
     ExpiredError,
@@ -40,15 +48,8 @@ from watchcache.errors import (
     TooLargeResourceVersionError,
     TooManyRequestsError,
 )
-from watchcache.etcd.client import EtcdClient
-from watchcache.etcd.proto import rpc_pb2
-from watchcache.etcd.store import MAX_PAGE, EtcdStore
-from watchcache.etcd.version import ConsistentReadsMode
-from watchcache.objects import ObjectCodec
-from watchcache.options import ListOptions, ResourceVersionMatch
-from watchcache.planner import ListResult, Source, StoreListRequest, store_revision
-from watchcache.synced import SyncedCache
-from watchcache.tokens import decode_continue, parse_continue
+from watchcache.wire.options import ListOptions, ResourceVersionMatch
+from watchcache.wire.tokens import decode_continue, parse_continue
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The etcd version safeguard against real etcd (SEMANTICS.md §4): trixie's 3.5.16 passes,
+"""The etcd version safeguard against real etcd (docs/semantics.md §4): trixie's 3.5.16 passes,
 bookworm's 3.4.23 (which has the progress-notify bugs) is refused, one 3.4.23 member among
 3.5.16 ones is enough to refuse, and an unreachable member is retried until it answers.
 """

@@ -17,16 +17,11 @@ import grpc
 import grpc.aio
 import pytest
 
-from watchcache.errors import ExpiredError
-from watchcache.etcd.client import (
-    CompactedError,
-    EtcdClient,
-    EtcdUnavailableError,
-    prefix_range_end,
-)
+from watchcache.etcd.client import EtcdClient, EtcdUnavailableError, prefix_range_end
 from watchcache.etcd.process import EtcdCluster, EtcdMember, free_ports
 from watchcache.etcd.proto import kv_pb2, rpc_pb2
 from watchcache.etcd.watch import EtcdWatch, WatchBatch
+from watchcache.wire.errors import CompactedError, ExpiredError
 
 PUT = kv_pb2.Event.PUT
 DELETE = kv_pb2.Event.DELETE

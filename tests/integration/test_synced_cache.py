@@ -11,16 +11,16 @@ from collections.abc import AsyncIterator
 import pytest
 from kubeobjects import PREFIX, names, pod_key, pod_value, rv_of
 
-from watchcache.errors import ExpiredError, WatchTerminatedError
+from watchcache.cache.backing_store import Source
+from watchcache.cache.event import EventType
+from watchcache.cache.objects import ObjectCodec
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
 from watchcache.etcd.proto import rpc_pb2
 from watchcache.etcd.version import ConsistentReadsMode
-from watchcache.event import EventType
-from watchcache.objects import ObjectCodec
-from watchcache.options import ListOptions, ResourceVersionMatch, WatchOptions
-from watchcache.planner import Source
-from watchcache.synced import SyncedCache
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.errors import ExpiredError, WatchTerminatedError
+from watchcache.wire.options import ListOptions, ResourceVersionMatch, WatchOptions
 
 POD_FIELDS = ObjectCodec(("metadata.name", "metadata.namespace", "spec.nodeName"))
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from kubeobjects import PREFIX, added, deleted, modified, pod, pod_key
 
 from watchcache import Item
-from watchcache.cache import WatchCache
-from watchcache.errors import StatusError
-from watchcache.options import ListOptions
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.wire.errors import StatusError
+from watchcache.wire.options import ListOptions
 
 NAMESPACES = ("a", "b", "c")
 APPS = ("x", "y", "z")
@@ -48,6 +48,7 @@ class Cluster:
             items.append(item)
             self.model[item.key] = (item, app)
         self.cache.replace(items, self.rv)
+        self.cache.check_invariants()
 
     def write(self, ns: str, name: str, app: str | None) -> None:
         key = pod_key(ns, name)
@@ -58,10 +59,12 @@ class Cluster:
                 return
             self.cache.apply(deleted(previous[0], self.rv))
             del self.model[key]
+            self.cache.check_invariants()
             return
         item = pod(ns, name, self.rv, {"app": app})
         self.cache.apply(added(item) if previous is None else modified(item, previous[0]))
         self.model[key] = (item, app)
+        self.cache.check_invariants()
 
 
 @given(

@@ -15,7 +15,7 @@ Scan rules: ``limit`` counts selected items. A page that filled its limit report
 ``next_key = last_key + "\\0"`` iff at least one item of the scanned range (selected or not)
 follows the last returned item, and ``remaining`` = the range's items after it, ignoring the
 selector. A page that did not fill its limit examined the whole range: no ``next_key``,
-``remaining == 0`` -- Kubernetes' ``hasMore`` (SEMANTICS.md section 2.5 and case 10), which
+``remaining == 0`` -- Kubernetes' ``hasMore`` (docs/semantics.md section 2.5 and case 10), which
 the stub's wording leaves implicit.
 """
 

@@ -55,19 +55,19 @@ from watch_validator import (
     read_state,
 )
 
-from watchcache.cache import Watcher
-from watchcache.errors import (
+from watchcache.cache.watcher import Watcher
+from watchcache.etcd.client import EtcdClient, EtcdError
+from watchcache.etcd.process import EtcdCluster, EtcdMember
+from watchcache.etcd.proto import rpc_pb2
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.errors import (
     ExpiredError,
     ServerTimeoutError,
     StatusError,
     TooManyRequestsError,
     WatchTerminatedError,
 )
-from watchcache.etcd.client import EtcdClient, EtcdError
-from watchcache.etcd.process import EtcdCluster, EtcdMember
-from watchcache.etcd.proto import rpc_pb2
-from watchcache.options import ListOptions, ResourceVersionMatch, WatchOptions
-from watchcache.synced import SyncedCache
+from watchcache.wire.options import ListOptions, ResourceVersionMatch, WatchOptions
 
 PREFIX = "/registry/pods/"
 NAMESPACES = ("ns-0", "ns-1", "ns-2")

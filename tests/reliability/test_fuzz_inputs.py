@@ -45,13 +45,13 @@ from hypothesis import strategies as st
 
 from watchcache import _core
 from watchcache.apiserver.app import ApiServer
-from watchcache.apiserver.resources import DEFAULT_RESOURCES
-from watchcache.apiserver.serve import ensure_namespaces
-from watchcache.errors import BadRequestError, InvalidError
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
-from watchcache.options import ListOptions, WatchOptions, parse_query
-from watchcache.selectors import (
+from watchcache.registry.resources import DEFAULT_RESOURCES
+from watchcache.registry.system_namespaces import ensure_namespaces
+from watchcache.wire.errors import BadRequestError, ContinueTokenError, InvalidError
+from watchcache.wire.options import ListOptions, WatchOptions, parse_query
+from watchcache.wire.selectors import (
     FieldRequirement,
     LabelRequirement,
     SelectorError,
@@ -61,9 +61,8 @@ from watchcache.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from watchcache.tokens import (
+from watchcache.wire.tokens import (
     CONTINUE_TOKEN_VERSION,
-    ContinueTokenError,
     decode_continue,
     encode_continue,
     parse_continue,

@@ -11,7 +11,7 @@ Two servers, on one etcd shared by the module (each test uses its own object nam
 
 * ``api``: tests/support's ``running_apiserver`` (uvicorn as the other integration tests
   run it), for what the ASGI app decides: statuses of bad paths, queries and bodies;
-* ``guarded``: the app as ``watchcache serve`` runs it (``serve.uvicorn_config``, so with
+* ``guarded``: the app as ``watchcache serve`` runs it (``http.uvicorn_config``, so with
   ``GuardedHttpProtocol``), with the head and body deadlines cut from 32 s / 60 s to 2 s /
   3 s, for what the connection layer decides: slowloris, endless headers, bodies past the
   limit that keep coming.
@@ -38,12 +38,10 @@ import httpx
 import pytest
 from apiserver_fixture import RunningApiServer, running_apiserver
 
-from watchcache.apiserver.admission import MAX_BODY_BYTES
-from watchcache.apiserver.serve import (
-    guarded_protocol,
-)
+from watchcache.apiserver.http import guarded_protocol
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
+from watchcache.registry.admission import MAX_BODY_BYTES
 
 HEAD_TIMEOUT = 2.0
 BODY_TIMEOUT = 3.0
@@ -64,7 +62,7 @@ async def api(module_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
 
 @pytest.fixture
 async def guarded(module_etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    """The apiserver under ``serve.uvicorn_config``, with short deadlines."""
+    """The apiserver under ``http.uvicorn_config``, with short deadlines."""
     protocol = guarded_protocol(head_timeout=HEAD_TIMEOUT, body_timeout=BODY_TIMEOUT)
     async with running_apiserver(
         module_etcd.endpoints, protocol=protocol, min_request_timeout=5
@@ -512,7 +510,7 @@ async def test_an_endless_header_gets_431_and_memory_stays_bounded(
     for answer in answers:
         if answer:  # or reset before the answer was read: also an end
             assert answer.startswith(b"HTTP/1.1 431 "), answer[:100]
-    # Capped, each costs about serve.MAX_HEAD_BYTES (1 MiB) plus a read: whatever else the
+    # Capped, each costs about http.MAX_HEAD_BYTES (1 MiB) plus a read: whatever else the
     # process did meanwhile, the growth stays far below what the clients sent.
     assert grown < clients * size // 3, f"resident set grew by {grown >> 20} MiB"
     assert not server_faults(caplog)

@@ -13,10 +13,11 @@ from typing import Any
 import uvicorn
 
 from watchcache.apiserver.app import ApiServer
-from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
-from watchcache.apiserver.serve import GuardedHttpProtocol, ensure_namespaces, uvicorn_config
+from watchcache.apiserver.http import GuardedHttpProtocol, uvicorn_config
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import free_ports
+from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
+from watchcache.registry.system_namespaces import ensure_namespaces
 
 
 @dataclass
@@ -34,7 +35,7 @@ async def running_apiserver(
     protocol: type[GuardedHttpProtocol] = GuardedHttpProtocol,
     **options: Any,
 ) -> AsyncIterator[RunningApiServer]:
-    """The apiserver as ``watchcache serve`` runs it (``serve.uvicorn_config``: the guarded
+    """The apiserver as ``watchcache serve`` runs it (``http.uvicorn_config``: the guarded
     HTTP protocol, or ``protocol`` with other deadlines)."""
     async with EtcdClient(endpoints) as client:
         await ensure_namespaces(client, resources)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from watchcache import Item
-from watchcache.event import Event, EventType
+from watchcache.cache.event import Event, EventType
 
 PREFIX = "/registry/pods/"
 

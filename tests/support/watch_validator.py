@@ -11,7 +11,7 @@ The oracle is what etcd did: the state under the watched prefix just before the 
 revision of interest (a Range at that revision) and every change after it (a watch from
 that revision with ``prev_kv``, so each change carries the labels before and after).
 :class:`Oracle` answers "what must a watcher with this prefix and label selector see in
-(start, end]" (SEMANTICS.md §5.5: an object entering the selector is ADDED, leaving it is
+(start, end]" (docs/semantics.md §5.5: an object entering the selector is ADDED, leaving it is
 DELETED at the change's rv) and "what was the state at rv R".
 
 Checks, each violation naming the guarantee it breaks (as etcd's robustness validators do):

@@ -1,5 +1,5 @@
 """Discovery documents: byte-exact with kube-apiserver's shapes (apimachinery ``metav1``
-member order and omitempty rules), and what kubectl needs from them (KUBECTL.md §1.1)."""
+member order and omitempty rules), and what kubectl needs from them (docs/clients.md §1.1)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from watchcache import __version__
 from watchcache.apiserver import discovery
-from watchcache.apiserver.resources import (
+from watchcache.registry.resources import (
     CLUSTER_VERBS,
     DEFAULT_RESOURCES,
     NAMESPACED_VERBS,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from watchcache.apiserver import tables
-from watchcache.apiserver.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS, ResourceSpec
-from watchcache.errors import BadRequestError
+from watchcache.registry.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS, ResourceSpec
+from watchcache.wire.errors import BadRequestError
 
 NOW = datetime(2026, 11, 21, 19, 30, 0, tzinfo=UTC)
 KUBECTL_ACCEPT = (

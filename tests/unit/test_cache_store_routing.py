@@ -1,4 +1,4 @@
-"""WatchCache.list with a backing store: the fallbacks of SEMANTICS.md §2.4, §2.7 and §3.5.
+"""WatchCache.list with a backing store: the fallbacks of docs/semantics.md §2.4, §2.7 and §3.5.
 
 The store here is a small multi-version dict that records every call — an oracle for the
 routing rules only (which requests reach the store, with which revision, and what the
@@ -14,11 +14,12 @@ import pytest
 from kubeobjects import PREFIX, added, names, pod, pod_key
 
 from watchcache import Item
-from watchcache.cache import WATCH_LIST_UNSUPPORTED, WatchCache
-from watchcache.errors import InternalError, TooManyRequestsError
-from watchcache.options import ListOptions, WatchOptions
-from watchcache.planner import ListResult, Source, StoreListRequest
-from watchcache.tokens import encode_continue
+from watchcache.cache.backing_store import ListResult, Source, StoreListRequest
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.cache.watcher import WATCH_LIST_UNSUPPORTED
+from watchcache.wire.errors import InternalError, TooManyRequestsError
+from watchcache.wire.options import ListOptions, WatchOptions
+from watchcache.wire.tokens import encode_continue
 
 
 class VersionedStore:

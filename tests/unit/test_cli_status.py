@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from watchcache.apiserver import status
-from watchcache.cli import main
+from watchcache.cli import status
+from watchcache.cli.main import main
 
 METRICS = """\
 # HELP watchcache_etcd_info etcd endpoints and the version each reported.

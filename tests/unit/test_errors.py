@@ -1,4 +1,4 @@
-"""metav1.Status bodies: byte-exact with the Kubernetes samples of SEMANTICS.md §7.2."""
+"""metav1.Status bodies: byte-exact with the Kubernetes samples of docs/semantics.md §7.2."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from watchcache.errors import (
+from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
     ExpiredError,

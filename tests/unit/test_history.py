@@ -1,7 +1,7 @@
-"""Behaviour of the event history (watchcache.history): which watches it serves, the 410 it
+"""Behaviour of the event history (watchcache.cache.history): which watches it serves, the 410 it
 answers for older ones, how its capacity follows the event rate, and its sizing helpers.
 
-The fixed tests follow SEMANTICS.md §5.3 / §5.4 (Kubernetes' TestEvents, TestMarker,
+The fixed tests follow docs/semantics.md §5.3 / §5.4 (Kubernetes' TestEvents, TestMarker,
 TestDynamicCache, TestCapacityUpperBound). A hypothesis state machine then runs random
 appends (with random time steps, through record times or the clock), relists and queries
 against a small list-based oracle, calling ``check_invariants()`` after every step.
@@ -24,15 +24,15 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from watchcache._core import Item
-from watchcache.errors import ExpiredError, InternalError
-from watchcache.event import Event, EventType
-from watchcache.history import (
+from watchcache.cache.event import Event, EventType
+from watchcache.cache.history import (
     DEFAULT_WINDOW_SECONDS,
     LOWER_BOUND_CAPACITY,
     EventHistory,
     capacity_upper_bound,
     watch_buffer_size,
 )
+from watchcache.wire.errors import ExpiredError, InternalError
 
 BASE_TIME = 1_000.0
 

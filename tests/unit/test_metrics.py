@@ -9,10 +9,10 @@ import pytest
 from kubeobjects import PREFIX, added, pod
 
 from watchcache import metrics
+from watchcache.cache.histogram import Histogram
 from watchcache.etcd.client import EtcdClient
-from watchcache.histogram import Histogram
-from watchcache.options import ListOptions
-from watchcache.synced import SyncedCache
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire.options import ListOptions
 
 SAMPLE = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_]+="[^"]*",?)*\})? -?[0-9.e+Inf]+$')
 

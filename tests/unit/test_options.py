@@ -1,6 +1,6 @@
 """LIST/WATCH option decoding and validation against Kubernetes' rules.
 
-Expected texts are Kubernetes' (SEMANTICS.md §2.2, §5.1, §7.2 and behaviours 5-7, 28):
+Expected texts are Kubernetes' (docs/semantics.md §2.2, §5.1, §7.2 and behaviours 5-7, 28):
 apimachinery ``internalversion/validation``, ``internalversion/defaults.go``, the runtime's
 query conversions (``Convert_Slice_string_To_bool`` / ``_Pointer_bool`` / ``_int64``) and
 ``storage.ValidateListOptions``. Each table row is one rule; ids name the rule.
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from watchcache.errors import BadRequestError, InvalidError, StatusError
-from watchcache.options import (
+from watchcache.wire.errors import BadRequestError, InvalidError, StatusError
+from watchcache.wire.options import (
     ListOptions,
     ResourceVersionMatch,
     WatchOptions,
@@ -101,7 +101,7 @@ def assert_invalid(err: InvalidError, causes: list[Cause]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# LIST: the 422 table (SEMANTICS §2.2), behaviour 6
+# LIST: the 422 table (docs/semantics.md §2.2), behaviour 6
 
 
 LIST_INVALID: list[tuple[str, dict[str, str], list[Cause]]] = [
@@ -188,7 +188,8 @@ def test_list_constructor_rejects_unknown_match_as_not_supported() -> None:
     assert_invalid(info.value, [list_not_supported("Foo")])
 
 
-# The 422 example of SEMANTICS §7.2 (``?resourceVersionMatch=Exact`` without RV), byte for byte.
+# The 422 example of docs/semantics.md §7.2 (``?resourceVersionMatch=Exact`` without RV),
+# byte for byte.
 STATUS_422_EXAMPLE = (
     b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
     b'"message":"ListOptions.meta.k8s.io \\"\\" is invalid: resourceVersionMatch: Forbidden: '
@@ -578,7 +579,7 @@ def test_watch_query_decoding_and_defaulting(
 
 
 def test_watch_with_unparsable_resource_version_is_400() -> None:
-    # Kubernetes answers 500 with an empty reason here (SEMANTICS §10 item 23); we say 400.
+    # Kubernetes answers 500 with an empty reason here (docs/semantics.md §10 item 23); we say 400.
     with pytest.raises(BadRequestError) as info:
         parse_query({"watch": "1", "resourceVersion": "abc"})
     assert info.value.message == RV_ABC_MESSAGE
@@ -593,7 +594,8 @@ def test_watch_negative_timeout_is_400(timeout: str) -> None:
 
 
 def test_legacy_watch_path_is_validated_as_a_list() -> None:
-    # /watch/ paths do not set watch=true: LIST rules, no defaulting (SEMANTICS §10 item 22).
+    # /watch/ paths do not set watch=true: LIST rules, no defaulting
+    # (docs/semantics.md §10 item 22).
     with pytest.raises(InvalidError) as info:
         parse_query({"sendInitialEvents": "true"})
     assert_invalid(info.value, [SIE_ON_LIST])

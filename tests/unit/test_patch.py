@@ -14,23 +14,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from watchcache.apiserver.patch import (
+from watchcache.registry.patch import (
     MAX_JSON_PATCH_OPERATIONS,
     MERGE_KEYS,
     PATCH_CONTENT_TYPES,
-    UNPROCESSABLE_PATCH_MESSAGE,
-    UnprocessablePatchError,
-    UnsupportedMediaTypeError,
     apply_json_patch,
     apply_merge_patch,
     apply_patch,
     apply_strategic_merge_patch,
 )
-from watchcache.errors import (
+from watchcache.wire.errors import (
+    UNPROCESSABLE_PATCH_MESSAGE,
     BadRequestError,
     InvalidError,
     RequestEntityTooLargeError,
     StatusError,
+    UnprocessablePatchError,
+    UnsupportedMediaTypeError,
 )
 
 JSON = Any
@@ -288,7 +288,7 @@ STRATEGIC = "application/strategic-merge-patch+json"
 
 
 def test_strategic_merge_patch_of_kubectl_apply_configmap_removes_key2() -> None:
-    """KUBECTL.md §1.9: the PATCH kubectl 1.20 sends for a changed ConfigMap."""
+    """docs/clients.md §1.9: the PATCH kubectl 1.20 sends for a changed ConfigMap."""
     live = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -799,7 +799,7 @@ def test_merge_patch_of_created_patch_yields_the_target(a: JSON, b: JSON) -> Non
 def test_strategic_merge_patch_of_configmap_equals_merge_patch(
     a: dict[str, JSON], b: dict[str, JSON]
 ) -> None:
-    """Without directives and merging lists, a strategic patch is a merge patch (KUBECTL.md
+    """Without directives and merging lists, a strategic patch is a merge patch (docs/clients.md
     §1.9); list elements are compared after the merge patch's own null pruning."""
     patch = create_merge_patch(a, b)
     expected = apply_merge_patch(a, patch)

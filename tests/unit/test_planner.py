@@ -1,4 +1,4 @@
-"""The LIST decision table (planner.plan_list): one case per row of SEMANTICS.md §2.3/§2.4.
+"""The LIST decision table (planner.plan_list): one case per row of docs/semantics.md §2.3/§2.4.
 
 The state mirrors Kubernetes' whitebox table (``TestShouldDelegateList``): cacheRV 100,
 snapshots stored at 80 and 100 unless a case says otherwise, the store at 120.
@@ -13,17 +13,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from watchcache import gojson
-from watchcache.options import ListOptions, ResourceVersionMatch
-from watchcache.planner import (
+from watchcache.cache.backing_store import ListResult, Source
+from watchcache.cache.planner import (
     CacheState,
+    Failure,
+    Fallback,
+    FallbackPlan,
     ListPlan,
-    ListResult,
-    Source,
-    not_ready_goes_to_store,
+    plan_fallback,
     plan_list,
     store_revision,
 )
+from watchcache.wire import gojson
+from watchcache.wire.options import ListOptions, ResourceVersionMatch
 
 START = "/registry/pods/ns/b\x00"
 
@@ -196,8 +198,78 @@ def test_not_ready_cache_sends_unfiltered_pages_to_the_store(
     state = replace(BASE, ready=False)
     plan = plan_list(options, None, None, recursive=True, state=state)
     assert plan.not_ready
-    assert not_ready_goes_to_store(options, state) is goes_to_store
-    assert not not_ready_goes_to_store(options, replace(state, has_store=False))
+    fallback = plan_fallback(plan, Failure.NOT_READY, options, state)
+    assert (fallback.action is Fallback.STORE) is goes_to_store
+    no_store = replace(state, has_store=False)
+    assert plan_fallback(plan, Failure.NOT_READY, options, no_store).action is not Fallback.STORE
+
+
+CONSISTENT = ListPlan(Source.CACHE, "C3", 0, consistent=True)
+WAITING = ListPlan(Source.CACHE, "C5", 0, wait_for=150)
+FROM_SNAPSHOT = ListPlan(Source.SNAPSHOT, "C2", 5, exact=90)
+
+
+@pytest.mark.parametrize(
+    ("plan", "failure", "options", "state", "expected"),
+    [
+        (WAITING, Failure.NOT_READY, opts(limit=500), BASE, FallbackPlan(Fallback.STORE, "F1")),
+        (
+            WAITING,
+            Failure.NOT_READY,
+            ListOptions(limit=500, label_selector="app=x"),
+            BASE,
+            FallbackPlan(Fallback.TOO_MANY_REQUESTS, "F2"),
+        ),
+        (
+            WAITING,
+            Failure.NOT_READY,
+            opts(limit=500),
+            NO_STORE,
+            FallbackPlan(Fallback.TOO_MANY_REQUESTS, "F2"),
+        ),
+        (
+            FROM_SNAPSHOT,
+            Failure.EXPIRED,
+            opts("90", limit=5),
+            BASE,
+            FallbackPlan(Fallback.STORE, "F3"),
+        ),
+        (
+            FROM_SNAPSHOT,
+            Failure.EXPIRED,
+            opts("90", limit=5),
+            NO_STORE,
+            FallbackPlan(Fallback.EXPIRED, "F4"),
+        ),
+        (WAITING, Failure.TIMEOUT, opts("150"), BASE, FallbackPlan(Fallback.FAIL, "F5")),
+        (
+            CONSISTENT,
+            Failure.TIMEOUT,
+            opts(),
+            replace(BASE, skip_consistent_fallback=True),
+            FallbackPlan(Fallback.TOO_MANY_REQUESTS, "F6"),
+        ),
+        (CONSISTENT, Failure.TIMEOUT, opts(), BASE, FallbackPlan(Fallback.STORE, "F7")),
+    ],
+    ids=[
+        "F1-not-ready-unfiltered-page",
+        "F2-not-ready-selector",
+        "F2-not-ready-no-store",
+        "F3-snapshot-pruned",
+        "F4-snapshot-pruned-no-store",
+        "F5-rv-not-reached",
+        "F6-consistent-timeout-skip",
+        "F7-consistent-timeout",
+    ],
+)
+def test_plan_fallback_one_case_per_row(
+    plan: ListPlan,
+    failure: Failure,
+    options: ListOptions,
+    state: CacheState,
+    expected: FallbackPlan,
+) -> None:
+    assert plan_fallback(plan, failure, options, state) == expected
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from watchcache.selectors import (
+from watchcache.wire.selectors import (
     FieldRequirement,
     LabelOp,
     LabelRequirement,

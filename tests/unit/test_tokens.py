@@ -1,7 +1,7 @@
 """Continue tokens: Kubernetes' wire format, its checks and messages, and Go's decoding quirks.
 
 Expected values are facts about Kubernetes and Go: the two known-good tokens were produced by
-Go (SEMANTICS.md §1.1), the messages are ``DecodeContinue``'s (§1.3, §11 behaviours 1-4),
+Go (docs/semantics.md §1.1), the messages are ``DecodeContinue``'s (§1.3, §11 behaviours 1-4),
 and the base64 / JSON / ``path.Clean`` tables follow Go's ``encoding/base64``,
 ``encoding/json`` and ``path`` as documented and as their sources read. Tokens in the tables
 are written as JSON text and base64-encoded here with the standard library, so the tables
@@ -21,12 +21,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from watchcache import _core, gojson
-from watchcache.errors import BadRequestError
-from watchcache.tokens import (
+from watchcache import _core
+from watchcache.wire import gojson
+from watchcache.wire.errors import BadRequestError, ContinueTokenError
+from watchcache.wire.tokens import (
     CONTINUE_TOKEN_VERSION,
     ContinueToken,
-    ContinueTokenError,
     _clean_path,
     _decode_base64,
     _is_clean_rooted,

@@ -819,7 +819,7 @@ def test_module_exposes_version_and_fanout() -> None:
 
 def test_a_watch_cache_with_snapshots_turns_prefaulting_on() -> None:
     from watchcache import _core
-    from watchcache.cache import WatchCache
+    from watchcache.cache.watch_cache import WatchCache
 
     _core.set_prefault(True)
     pooled = _core.set_prefault(True)  # False only in sanitizer builds (no pool)

@@ -1,4 +1,4 @@
-"""The etcd version safeguard without etcd (SEMANTICS.md §4): the version rule, the verdict
+"""The etcd version safeguard without etcd (docs/semantics.md §4): the version rule, the verdict
 matrix of §4.4 through ``observe``, the probing loop against a scripted Status, and the
 three consistent-reads modes. The same behaviour against real etcd 3.5.16 and 3.4.23 is in
 tests/integration/test_version_safeguard.py.

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from watchcache import _core
-from watchcache.selectors import compile_selector, parse_label_selector
-from watchcache.watchindex import WatcherIndex, filing_requirement
+from watchcache.cache.watchindex import WatcherIndex, filing_requirement
+from watchcache.wire.selectors import compile_selector, parse_label_selector
 
 KEYS = ["app", "tier", "zone"]
 VALUES = ["a", "b", "c"]

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from watchcache.errors import BadRequestError, InvalidError
-from watchcache.write_options import (
+from watchcache.wire.errors import BadRequestError, InvalidError
+from watchcache.wire.write_options import (
     CreateOptions,
     DeleteOptions,
     FieldValidation,

@@ -1,7 +1,7 @@
 """The ASGI apiserver: Kubernetes' core/v1 routes for the configured resources.
 
 Reads (list, get, watch) are served by each resource's :class:`SyncedCache`; writes go to
-etcd through :class:`~watchcache.apiserver.storage.ObjectStore` and come back through the
+etcd through :class:`~watchcache.registry.object_store.ObjectStore` and come back through the
 watch. Every failure is a ``metav1.Status`` with its HTTP code; watch errors that happen
 after the stream started (and 410s, which kubectl needs in the stream) are ``ERROR``
 events. List and get answer a ``meta.k8s.io/v1`` Table when the Accept header asks for one
@@ -29,25 +29,27 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from watchcache import gojson, metrics
+from watchcache import metrics
 from watchcache.apiserver import discovery, tables
-from watchcache.apiserver.admission import MAX_BODY_BYTES
-from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec
-from watchcache.apiserver.storage import ObjectStore
-from watchcache.errors import (
+from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
+from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
+from watchcache.registry.admission import MAX_BODY_BYTES
+from watchcache.registry.object_store import ObjectStore
+from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
+from watchcache.sync.synced import SyncedCache
+from watchcache.wire import gojson
+from watchcache.wire.errors import (
     BadRequestError,
     InternalError,
+    MethodNotAllowedError,
     NotFoundError,
     RequestEntityTooLargeError,
     ServerTimeoutError,
     StatusError,
     WatchTerminatedError,
 )
-from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
-from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
-from watchcache.options import ListOptions, WatchOptions, parse_query
-from watchcache.synced import SyncedCache
-from watchcache.write_options import CreateOptions, DeleteOptions, PatchOptions, UpdateOptions
+from watchcache.wire.options import ListOptions, WatchOptions, parse_query
+from watchcache.wire.write_options import CreateOptions, DeleteOptions, PatchOptions, UpdateOptions
 
 log = logging.getLogger(__name__)
 
@@ -173,14 +175,14 @@ class ApiServer:
 
     async def _openapi_v2(self, _request: Request) -> Response:
         # kubectl create/apply fetch the schema as protobuf before writing; an empty
-        # Document (no definitions) makes them skip client-side validation (KUBECTL.md §1.8).
+        # Document (no definitions) makes them skip client-side validation (docs/clients.md §1.8).
         return Response(b"\x0a\x032.0", media_type="application/octet-stream")
 
     async def _not_found(self, _request: Request, _exc: Exception) -> Response:
         return _status_response(NotFoundError("the server could not find the requested resource"))
 
     async def _method_not_allowed(self, _request: Request, _exc: Exception) -> Response:
-        return _status_response(_MethodNotAllowed())
+        return _status_response(MethodNotAllowedError())
 
     # -- routing ----------------------------------------------------------------------------
 
@@ -206,7 +208,7 @@ class ApiServer:
         spec = self._resource(request, namespaced_path=namespace is not None)
         if request.method == "POST":
             if spec.namespaced and namespace is None:
-                raise _MethodNotAllowed()
+                raise MethodNotAllowedError()
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
             created = await self.stores[spec.name].create(
@@ -240,7 +242,7 @@ class ApiServer:
             return _json(await store.patch(ns, name, content_type, body, dry_run=patch.dry_run))
         if method == "DELETE":
             return _json(await store.delete(ns, name, _delete_options(body, query)))
-        raise _MethodNotAllowed()
+        raise MethodNotAllowedError()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -346,14 +348,6 @@ class ApiServer:
 
 _ITEM = ["GET", "PUT", "PATCH", "DELETE"]
 _COLL = ["GET", "POST"]
-
-
-class _MethodNotAllowed(StatusError):
-    code = 405
-    reason = "MethodNotAllowed"
-
-    def __init__(self) -> None:
-        super().__init__("the server does not allow this method on the requested resource")
 
 
 async def _read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:

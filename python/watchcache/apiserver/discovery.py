@@ -2,7 +2,7 @@
 writes them.
 
 Every kubectl verb that names a resource type reads ``/api``, ``/apis`` and ``/api/v1``
-first (KUBECTL.md §1.1), and maps ``cm``/``po``/``ns`` to resources only through the
+first (docs/clients.md §1.1), and maps ``cm``/``po``/``ns`` to resources only through the
 ``shortNames`` listed here. The shapes follow apimachinery's ``metav1`` types, members in Go's
 declaration order with the same ``omitempty`` rules:
 
@@ -23,7 +23,7 @@ Discovery is cached by kubectl for 10 minutes (``~/.kube/cache/discovery``), so 
 here is invisible to a user until that cache expires.
 
 Pure functions; the ``*_json`` forms return the bytes a handler writes (Go-identical JSON via
-:mod:`watchcache.gojson`), the others the dicts tests inspect. Cost: one small dict and one
+:mod:`watchcache.wire.gojson`), the others the dicts tests inspect. Cost: one small dict and one
 ``json.dumps``; callers may cache the bytes since nothing here depends on the request except
 the server address.
 """
@@ -38,10 +38,11 @@ import sys
 from collections.abc import Iterable
 from typing import Any, Final
 
-from watchcache import __version__, gojson
-from watchcache.apiserver.resources import ResourceSpec
+from watchcache import __version__
+from watchcache.registry.resources import ResourceSpec
+from watchcache.wire import gojson
 
-#: The Kubernetes release whose API semantics we implement (SEMANTICS.md: 1.34 to 1.36
+#: The Kubernetes release whose API semantics we implement (docs/semantics.md: 1.34 to 1.36
 #: behave alike; 1.34 keeps kubectl 1.33 within the supported one-minor skew).
 KUBERNETES_VERSION: Final = "v1.34.0"
 #: What ``/version`` reports: the Kubernetes version, with watchcache's as a pre-release.

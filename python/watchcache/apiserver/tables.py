@@ -3,7 +3,7 @@
 kubectl asks every ``get`` (and ``get -w``) for a Table with
 ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;
 g=meta.k8s.io,application/json`` and prints the server's columns verbatim; a plain list
-still works but loses every column except NAME and AGE (KUBECTL.md §1.2, §1.6). This module
+still works but loses every column except NAME and AGE (docs/clients.md §1.2, §1.6). This module
 decides whether a request wants a Table (:func:`table_version`) and renders one
 (:func:`render_table`) the way kube-apiserver does:
 
@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from watchcache import gojson
-from watchcache.apiserver.resources import ResourceSpec
-from watchcache.errors import BadRequestError
+from watchcache.registry.resources import ResourceSpec
+from watchcache.wire import gojson
+from watchcache.wire.errors import BadRequestError
 
 TABLE_GROUP: Final = "meta.k8s.io"
 #: The Table versions kube-apiserver converts to (``v=`` in the Accept header).

@@ -8,7 +8,7 @@ write whose first attempt did commit fails its compare instead of writing twice;
 caller reads the key again to tell "conflict" from "already done".
 
 etcd's errors become typed exceptions: a compacted revision is :class:`CompactedError`
-(a 410 :class:`~watchcache.errors.ExpiredError`), a future revision
+(a 410 :class:`~watchcache.wire.errors.ExpiredError`), a future revision
 :class:`FutureRevisionError`, an unreachable cluster :class:`EtcdUnavailableError`.
 """
 
@@ -24,8 +24,8 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from watchcache.errors import ExpiredError
 from watchcache.etcd.proto import kv_pb2, rpc_pb2
+from watchcache.wire.errors import CompactedError
 
 ResponseT = TypeVar("ResponseT", bound=Message)
 
@@ -74,15 +74,6 @@ class EtcdUnavailableError(EtcdError):
 
 class FutureRevisionError(EtcdError):
     """A read asked for a revision etcd has not reached yet."""
-
-
-class CompactedError(ExpiredError):
-    """The revision asked for is compacted away. ``compact_revision`` is the oldest one
-    still readable when etcd says (watches do; ranges do not: 0)."""
-
-    def __init__(self, message: str = "", *, compact_revision: int = 0) -> None:
-        super().__init__(message or "The resourceVersion for the provided list is too old.")
-        self.compact_revision = compact_revision
 
 
 def prefix_range_end(prefix: bytes) -> bytes:

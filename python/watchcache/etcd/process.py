@@ -305,6 +305,13 @@ class EtcdCluster:
         self.stop()
 
 
+def default_data_dir() -> Path:
+    """Where ``watchcache serve`` and ``load`` keep the embedded etcd's data by default: the
+    user's data folder (``$XDG_DATA_HOME``, else ``~/.local/share``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "watchcache" / "etcd"
+
+
 def embedded_etcd(data_dir: Path, *, reuse_running: bool = False) -> EtcdCluster:
     """One etcd member whose data lives in ``data_dir`` across runs (``watchcache serve``
     without ``--etcd``). Its ports are picked once and kept in ``data_dir/ports``: etcd

@@ -1,5 +1,5 @@
 """The planner's etcd backend: LISTs the cache cannot or must not serve, read from etcd the
-way Kubernetes' etcd3 store reads them (SEMANTICS.md §6).
+way Kubernetes' etcd3 store reads them (docs/semantics.md §6).
 
 - Revision: pinned for Exact reads and continuations, else the first Range's header
   revision, which then pins every further internal page of the same request.
@@ -8,7 +8,7 @@ way Kubernetes' etcd3 store reads them (SEMANTICS.md §6).
   over-fetching), until the page is full or the prefix ends.
 - Continue tokens are encoded against the prefix *with* its "/" (the etcd3 store's
   ``preparedKey``), so ``start`` has no leading slash; the cache's tokens have one. Both
-  decode to the same key (SEMANTICS.md §1.4).
+  decode to the same key (docs/semantics.md §1.4).
 - Errors: a compacted revision is 410 — with the inconsistent-continue token (rv -1, at
   the start of the Range that failed) when the client sent a continue token —, a future
   revision 504 with the current revision, an unreachable etcd 504 ServerTimeout.
@@ -20,29 +20,34 @@ import contextlib
 from collections.abc import Callable
 
 from watchcache._core import Item
-from watchcache.errors import (
-    InternalError,
-    ServerTimeoutError,
-    TooLargeResourceVersionError,
+from watchcache.cache.backing_store import (
+    ListResult,
+    Source,
+    StoreListRequest,
+    expired_continuation,
 )
+from watchcache.cache.objects import ObjectCodec, ObjectDecodeError
 from watchcache.etcd.client import (
-    CompactedError,
     EtcdClient,
     EtcdError,
     EtcdUnavailableError,
     FutureRevisionError,
     prefix_range_end,
 )
-from watchcache.objects import ObjectCodec, ObjectDecodeError
-from watchcache.planner import ListResult, Source, StoreListRequest, expired_continuation
-from watchcache.tokens import next_page_token
+from watchcache.wire.errors import (
+    CompactedError,
+    InternalError,
+    ServerTimeoutError,
+    TooLargeResourceVersionError,
+)
+from watchcache.wire.tokens import next_page_token
 
 #: Kubernetes' ``maxLimit``: internal pages never grow beyond this.
 MAX_PAGE = 10_000
 
 
 class EtcdStore:
-    """:class:`~watchcache.planner.BackingStore` over etcd for one key prefix.
+    """:class:`~watchcache.cache.planner.BackingStore` over etcd for one key prefix.
 
     ``consistent_reads``: whether progress notifications can be trusted (the version
     safeguard's verdict, asked at every read since it starts unknown).
@@ -113,7 +118,7 @@ class EtcdStore:
                 if request.continued:
                     # Kubernetes resumes the rv=-1 token where the failing Range started:
                     # the client's start key, or the current internal page when a selector
-                    # made this request read several (SEMANTICS.md §1.7, §10 item 7).
+                    # made this request read several (docs/semantics.md §1.7, §10 item 7).
                     raise expired_continuation(start.decode(), request.key_prefix) from None
                 raise
             self.ranges += 1

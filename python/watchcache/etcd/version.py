@@ -1,4 +1,4 @@
-"""Which etcd versions may back consistent reads from the cache (SEMANTICS.md §4).
+"""Which etcd versions may back consistent reads from the cache (docs/semantics.md §4).
 
 A consistent read from the cache asks etcd for a progress notification and then waits
 until the cache has reached the revision in the answer. That is only sound when the
@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from watchcache.etcd.client import EtcdClient, EtcdError
-from watchcache.gostrconv import is_uint64
+from watchcache.wire.gostrconv import is_uint64
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ and trying the other endpoints, from the last delivered revision + 1, so nothing
 or repeated. A compacted start revision ends the iteration with
 :class:`~watchcache.etcd.client.CompactedError`: the consumer must list again.
 
-etcd quirks handled here (../shared/ETCD.md):
+etcd quirks handled here (../shared/docs/etcd.md):
 - a progress answer can report a revision below the watch's start (etcd#20221): progress
   is only ever reported forward, never below what was already delivered;
 - events below the start revision are dropped;
@@ -35,14 +35,9 @@ from typing import cast
 import grpc
 import grpc.aio
 
-from watchcache.etcd.client import (
-    CompactedError,
-    EtcdClient,
-    EtcdError,
-    _cancelling,
-    prefix_range_end,
-)
+from watchcache.etcd.client import EtcdClient, EtcdError, _cancelling, prefix_range_end
 from watchcache.etcd.proto import kv_pb2, rpc_pb2
+from watchcache.wire.errors import CompactedError
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +62,7 @@ class WatchBatch:
     progress: bool = False
 
 
-class WatchStreamLost(EtcdError):
+class WatchStreamLostError(EtcdError):
     """Internal: the stream ended or failed in a way a reconnect may fix."""
 
 
@@ -173,7 +168,7 @@ class EtcdWatch:
                         yield batch
                     if self.closed:
                         return
-                    raise WatchStreamLost("etcd closed the watch stream")
+                    raise WatchStreamLostError("etcd closed the watch stream")
                 except CompactedError:
                     raise
                 except asyncio.CancelledError:
@@ -183,7 +178,11 @@ class EtcdWatch:
                     if self.closed and not _cancelling():
                         return
                     raise
-                except (grpc.aio.AioRpcError, WatchStreamLost, asyncio.InvalidStateError) as error:
+                except (
+                    grpc.aio.AioRpcError,
+                    WatchStreamLostError,
+                    asyncio.InvalidStateError,
+                ) as error:
                     # InvalidStateError: a write on a call that had already ended.
                     if self.closed:
                         return
@@ -238,7 +237,7 @@ class EtcdWatch:
                         "The resourceVersion for the provided watch is too old.",
                         compact_revision=int(response.compact_revision),
                     )
-                raise WatchStreamLost(
+                raise WatchStreamLostError(
                     f"etcd canceled the watch: {response.cancel_reason or 'no reason given'}"
                 )
             if response.created:

@@ -3,7 +3,7 @@
 Design note
 -----------
 Policy apart from mechanism: :func:`plan_list` is the whole of Kubernetes' routing for a
-LIST (SEMANTICS.md §2.3, §2.4, Appendix B) as one function whose branches are the table's
+LIST (docs/semantics.md §2.3, §2.4, Appendix B) as one function whose branches are the table's
 rows, each labelled with the row name so tests can assert one case per row and a served
 read can say why it went where it went. It decides; ``WatchCache.list`` executes. It has
 no side effects: everything it needs it reads from a :class:`CacheView`, the cache's state
@@ -25,8 +25,18 @@ progress requests, so consistent reads may wait on the cache)::
                             : (a snapshot <= n exists ? snapshot : store)
     consistent: CRS ? cache after waiting for the store's current rv : store
 
-Then, for a cache route on a cache that is not ready: an unfiltered LIST with a limit goes
-to the store; anything else is 429 (KEP-4568).
+When a cache route cannot be served, :func:`plan_fallback` decides what happens instead
+(Kubernetes' delegator and ``Cacher.GetList`` error handling, docs/semantics.md §2.4, §2.7,
+§3.5); each outcome is a row too::
+
+    F1  not ready, store, unfiltered page (limit, no selector)   store       (KEP-4568)
+    F2  not ready, anything else                                 429
+    F3  snapshot pruned during the wait, store and snapshots on  store
+    F4  snapshot pruned during the wait, otherwise               410 as a compacted store
+    F5  rv not reached in time, not a consistent read            504 (the error stands)
+    F6  consistent read timed out, fallback skipped              429 (ConsistentListFromCache-
+                                                                      SkipTimeoutFallback)
+    F7  consistent read timed out                                store
 
 Two deliberate additions to Kubernetes' table, both about running without a store (the
 cache embedded as the source of truth, or in benchmarks): a consistent read is served from
@@ -39,39 +49,20 @@ would delegate, the request fails as the store would once its history is compact
 no token, also on continuations). We honour it by default; ``ignore_limit_for_rv0=True``
 in the :class:`CacheView` restores Kubernetes' behaviour.
 
-The :class:`BackingStore` protocol is what the store (etcd, issue 4) implements: a LIST
-with the decided revision, its current revision for consistent reads, and whether it
-supports progress requests. :class:`ListResult` is what both the cache and the store return.
+What a store must answer, and what both return, is the contract in
+:mod:`watchcache.cache.backing_store`; :func:`store_revision` decides the revision a store
+reads at.
 """
 
 from __future__ import annotations
 
 import enum
-import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import Final, Protocol
 
-from watchcache import gojson
-from watchcache.errors import ExpiredError
-from watchcache.options import ListOptions
-from watchcache.tokens import encode_continue
-
-# The base64url alphabet: a token made only of these needs no JSON escaping.
-_BASE64URL = string.ascii_letters + string.digits + "-_"
-
-if TYPE_CHECKING:
-    from watchcache._core import Item, ScanResult, Selector
-
-
-class Source(enum.StrEnum):
-    """Where a read is (or was) served from."""
-
-    CACHE = "cache"  #: the newest state of the cache
-    SNAPSHOT = "snapshot"  #: a stored snapshot at or below a resourceVersion
-    STORE = "etcd"  #: the backing store
-    EXPIRED = "expired"  #: nowhere: no snapshot and no store — fails with 410
-
+from watchcache.cache.backing_store import Source
+from watchcache.wire.options import ListOptions
 
 # Every page goes through the planner, and on Python 3.11 each ``Source.X`` lookup is a
 # descriptor call (~80 ns, far more with cold caches): the rows use these.
@@ -109,6 +100,11 @@ class CacheView(Protocol):
     @property
     def ignore_limit_for_rv0(self) -> bool: ...
 
+    @property
+    def skip_consistent_fallback(self) -> bool:
+        """A consistent read that times out gets 429 rather than going to the store."""
+        ...
+
     def has_snapshot_at_or_below(self, rv: int, /) -> bool:
         """Is there a stored snapshot with rv <= the argument?"""
         ...
@@ -129,6 +125,7 @@ class CacheState:
     #: Is there a stored snapshot with rv <= the argument?
     has_snapshot_at_or_below: Callable[[int], bool] = lambda _rv: False
     ignore_limit_for_rv0: bool = False
+    skip_consistent_fallback: bool = False
 
 
 @dataclass(slots=True)
@@ -163,7 +160,7 @@ def plan_list(
     """Decide where a validated LIST is served from (the table in the module note).
 
     ``continue_rv`` and ``start_key`` come from decoding ``opts.continue_token`` against the
-    request's key prefix (:func:`~watchcache.tokens.decode_continue`; both None without a
+    request's key prefix (:func:`~watchcache.wire.tokens.decode_continue`; both None without a
     continue). O(1) plus one snapshot lookup.
     """
     limit = opts.page_size
@@ -241,14 +238,53 @@ def _store_or_expired(state: CacheView, row: str, limit: int, start_key: str | N
     return ListPlan(_EXPIRED, row, limit, start_key)
 
 
-def not_ready_goes_to_store(opts: ListOptions, state: CacheView) -> bool:
-    """§2.4: a cache-routed LIST on a cache that is not ready is read from the store when
-    it has no selector and a limit; otherwise it gets 429."""
-    return state.has_store and not opts.has_selector and opts.page_size > 0
+class Failure(enum.Enum):
+    """Why a cache route could not be served as planned."""
+
+    NOT_READY = "not ready"  #: the cache is (re)initialising or stopped
+    EXPIRED = "expired"  #: the snapshot the plan named was pruned while the read waited
+    TIMEOUT = "timeout"  #: the cache did not reach the rv the read waits for in time
+
+
+class Fallback(enum.Enum):
+    """What happens instead."""
+
+    STORE = "store"  #: read from the backing store
+    TOO_MANY_REQUESTS = "429"  #: come back later (Retry-After)
+    EXPIRED = "410"  #: what a compacted store would answer (no store to ask)
+    FAIL = "fail"  #: the failure itself is the answer
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackPlan:
+    """The decision for a failed cache route; ``row`` is its row of the table."""
+
+    action: Fallback
+    row: str
+
+
+def plan_fallback(
+    plan: ListPlan, failure: Failure, opts: ListOptions, state: CacheView
+) -> FallbackPlan:
+    """Decide what a LIST planned for the cache does when ``failure`` stops it (rows F1-F7
+    of the module note). O(1), no side effects."""
+    if failure is Failure.NOT_READY:
+        if state.has_store and not opts.has_selector and opts.page_size > 0:
+            return FallbackPlan(Fallback.STORE, "F1")
+        return FallbackPlan(Fallback.TOO_MANY_REQUESTS, "F2")
+    if failure is Failure.EXPIRED:
+        if state.has_store and state.snapshots_enabled:
+            return FallbackPlan(Fallback.STORE, "F3")
+        return FallbackPlan(Fallback.EXPIRED, "F4")
+    if not plan.consistent:
+        return FallbackPlan(Fallback.FAIL, "F5")
+    if state.skip_consistent_fallback:
+        return FallbackPlan(Fallback.TOO_MANY_REQUESTS, "F6")
+    return FallbackPlan(Fallback.STORE, "F7")
 
 
 def store_revision(opts: ListOptions, continue_rv: int | None) -> tuple[int, int]:
-    """``(revision, minimum)`` for a LIST the store serves (SEMANTICS.md §6.2): a pinned
+    """``(revision, minimum)`` for a LIST the store serves (docs/semantics.md §6.2): a pinned
     revision for continuations (0 = latest for an ``rv: -1`` token), Exact and legacy
     exact (RV + limit); otherwise the latest revision, which must be at least RV.
     ``continue_rv``: the continue token's rv, None without a continue."""
@@ -259,123 +295,3 @@ def store_revision(opts: ListOptions, continue_rv: int | None) -> tuple[int, int
     if match_ == "Exact" or (match_ == "" and rv > 0 and opts.page_size > 0):
         return rv, 0
     return 0, rv
-
-
-def expired_continuation(start_key: str, token_prefix: str) -> ExpiredError:
-    """The 410 for a continuation whose data is gone everywhere: its ``metadata.continue``
-    is a token with ``rv: -1`` that resumes at the same key on the latest state
-    (an inconsistent list, as the message says)."""
-    try:
-        token = encode_continue(start_key, token_prefix, -1)
-    except ValueError:
-        token = ""
-    return ExpiredError.inconsistent_continue(token)
-
-
-# ---------------------------------------------------------------------------------------------
-# What a LIST returns, from the cache or from the store
-
-
-@dataclass(slots=True)
-class ListResult:
-    """One page of a LIST.
-
-    ``items`` are native Items in key order (a ScanResult from the cache keeps its snapshot
-    alive). ``resource_version`` is the list's ``metadata.resourceVersion``;
-    ``continue_token`` is "" on the last page; ``remaining_item_count`` is set only for an
-    unfiltered page that has a continuation. ``source``/``waited_seconds``/``row`` record
-    where the read was served from and why, and how long it waited for freshness.
-    """
-
-    items: Sequence[Item] | ScanResult
-    resource_version: int
-    continue_token: str = ""
-    remaining_item_count: int | None = None
-    source: Source = Source.CACHE
-    waited_seconds: float = 0.0
-    row: str = ""
-    fallback: str = ""
-
-    def metadata(self) -> dict[str, object]:
-        """``metav1.ListMeta`` in Go's member order."""
-        meta: dict[str, object] = {"resourceVersion": str(self.resource_version)}
-        if self.continue_token:
-            meta["continue"] = self.continue_token
-        if self.remaining_item_count is not None:
-            meta["remainingItemCount"] = self.remaining_item_count
-        return meta
-
-    def metadata_json(self) -> bytes:
-        """:meth:`metadata` as Go writes it. Tokens minted here are base64url, which JSON
-        never escapes, so the usual page skips the general encoder (3 µs of a page)."""
-        token = self.continue_token
-        # str.strip with the alphabet leaves nothing of a base64url token: one C call,
-        # where a regex match would run the (cold) regex engine on every page.
-        if token and token.strip(_BASE64URL):
-            return gojson.dumpb(self.metadata())
-        text = f'{{"resourceVersion":"{self.resource_version}"'
-        if token:
-            text += f',"continue":"{token}"'
-        if self.remaining_item_count is not None:
-            text += f',"remainingItemCount":{self.remaining_item_count}'
-        return (text + "}").encode()
-
-    def render(self, kind: str, api_version: str) -> bytes:
-        """The list body ``{"kind","apiVersion","metadata","items":[...]}`` as one bytes.
-        From a ScanResult the engine copies each value once; otherwise values are joined."""
-        metadata = self.metadata_json()
-        render = getattr(self.items, "render", None)
-        if render is not None:
-            body: bytes = render(kind, api_version, metadata)
-            return body
-        head = gojson.dumpb({"kind": kind, "apiVersion": api_version})[:-1]
-        return b"".join(
-            (
-                head,
-                b',"metadata":',
-                metadata,
-                b',"items":[',
-                b",".join(item.value for item in self.items),
-                b"]}",
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class StoreListRequest:
-    """A LIST the store must answer, with the revision already decided.
-
-    ``revision``: read at exactly this revision (0 = latest). ``minimum``: with a latest
-    read, the answer must be at least this new (504 otherwise). ``key_prefix`` ends with
-    "/"; ``start_key`` is where to start (a decoded continue, absolute). ``continued``:
-    the client sent a continue token (so a compaction answers with the inconsistent
-    410 of :func:`expired_continuation`).
-    """
-
-    key_prefix: str
-    token_prefix: str
-    start_key: str | None
-    revision: int
-    minimum: int
-    limit: int
-    selector: Selector | None
-    continued: bool
-    options: ListOptions
-
-
-class BackingStore(Protocol):
-    """The source of truth behind the cache (etcd). Implemented by the etcd issue."""
-
-    @property
-    def consistent_reads_supported(self) -> bool:
-        """True once every endpoint is known to answer progress requests correctly."""
-        ...
-
-    async def current_resource_version(self) -> int:
-        """The store's current revision (a cheap linearizable read)."""
-        ...
-
-    async def list(self, request: StoreListRequest) -> ListResult:
-        """Serve the LIST; raise ExpiredError (compaction), TooLargeResourceVersionError
-        (revision in the future) or another StatusError."""
-        ...

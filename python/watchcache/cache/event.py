@@ -25,8 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from watchcache import gojson
 from watchcache._core import Item
+from watchcache.wire import gojson
 
 
 class EventType(enum.StrEnum):

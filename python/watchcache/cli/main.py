@@ -17,13 +17,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from watchcache import demo
-from watchcache.apiserver import serve, status
 from watchcache.apiserver.app import DEFAULT_MAX_LIMIT
-from watchcache.apiserver.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
+from watchcache.cli import demo, load, serve, status
 from watchcache.etcd.client import EtcdError
-from watchcache.etcd.process import EtcdProcessError
+from watchcache.etcd.process import EtcdProcessError, default_data_dir
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
+from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -104,14 +103,14 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_load(args: argparse.Namespace) -> int:
     (spec,) = select_resources([args.resource])
-    return serve.run_load(
-        serve.LoadOptions(
+    return load.run_load(
+        load.LoadOptions(
             etcd=args.etcd or (),
             resource=spec,
             count=args.count,
             size=args.size,
             namespaces=args.namespaces,
-            data_dir=args.data_dir or serve.default_data_dir(),
+            data_dir=args.data_dir or default_data_dir(),
         )
     )
 

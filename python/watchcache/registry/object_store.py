@@ -23,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from watchcache.apiserver import admission
-from watchcache.apiserver.patch import apply_patch
-from watchcache.apiserver.resources import KNOWN_RESOURCES, ResourceSpec
-from watchcache.errors import (
+from watchcache.etcd.client import EtcdClient, prefix_range_end
+from watchcache.registry import admission
+from watchcache.registry.patch import apply_patch
+from watchcache.registry.resources import KNOWN_RESOURCES, ResourceSpec
+from watchcache.wire import gojson
+from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
     ConflictError,
@@ -34,10 +36,8 @@ from watchcache.errors import (
     NotFoundError,
     StatusDetails,
 )
-from watchcache.etcd.client import EtcdClient, prefix_range_end
-from watchcache.gostrconv import parse_uint64
-from watchcache.objects import load_json
-from watchcache.write_options import DeleteOptions
+from watchcache.wire.gostrconv import parse_uint64
+from watchcache.wire.write_options import DeleteOptions
 
 #: Kubernetes' GuaranteedUpdate retries a patch on conflict; so does this.
 MAX_ATTEMPTS = 5
@@ -67,7 +67,7 @@ class ObjectStore:
         if kv is None:
             raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
         try:
-            obj = load_json(kv.value)
+            obj = gojson.loads(kv.value)
         except ValueError as error:
             raise InternalError(f"stored object {kv.key!r} is not JSON: {error}") from None
         return obj, int(kv.mod_revision)

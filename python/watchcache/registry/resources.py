@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from watchcache.objects import ObjectCodec
+from watchcache.cache.objects import ObjectCodec
 
 NAMESPACED_VERBS = (
     "create",

@@ -1,10 +1,11 @@
-"""A WatchCache kept in sync with etcd: the pieces of DESIGN.md's data flow, wired.
+"""A WatchCache kept in sync with etcd: the pieces of docs/architecture.md's data flow, wired.
 
-:class:`SyncedCache` owns, for one key prefix, the :class:`~watchcache.cache.WatchCache`,
-the :class:`~watchcache.etcd.store.EtcdStore` the planner delegates to, the
-:class:`~watchcache.reflector.Reflector` that fills the cache, the
-:class:`~watchcache.freshness.ProgressRequester` that consistent reads wake, and
-optionally a :class:`~watchcache.consistency.ConsistencyChecker`. Consistent reads are
+:class:`SyncedCache` owns, for one key prefix, the
+:class:`~watchcache.cache.watch_cache.WatchCache`, the
+:class:`~watchcache.etcd.store.EtcdStore` the planner delegates to, the
+:class:`~watchcache.sync.reflector.Reflector` that fills the cache, the
+:class:`~watchcache.sync.freshness.ProgressRequester` that consistent reads wake, and
+optionally a :class:`~watchcache.sync.consistency.ConsistencyChecker`. Consistent reads are
 served from the cache only while the version safeguard
 (:class:`~watchcache.etcd.version.ProgressRequestSupport`, shared by every resource on the
 same etcd) says etcd's progress notifications can be trusted; otherwise they go to etcd.
@@ -25,14 +26,14 @@ import asyncio
 import contextlib
 from typing import Any
 
-from watchcache.cache import WatchCache
-from watchcache.consistency import ConsistencyChecker
+from watchcache.cache.objects import ObjectCodec
+from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.store import EtcdStore
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
-from watchcache.freshness import ProgressRequester
-from watchcache.objects import ObjectCodec
-from watchcache.reflector import Reflector
+from watchcache.sync.consistency import ConsistencyChecker
+from watchcache.sync.freshness import ProgressRequester
+from watchcache.sync.reflector import Reflector
 
 #: How long start() waits, after the first list, for the etcd version verdict.
 VERSION_CHECK_GRACE_SECONDS = 5.0

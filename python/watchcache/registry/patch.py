@@ -4,7 +4,7 @@ Design note
 -----------
 The apiserver's PATCH handler calls :func:`apply_patch` with the request's Content-Type, the
 current object (parsed JSON) and the raw body; it gets the patched object back, or a
-:class:`~watchcache.errors.StatusError` it writes as the response. Everything here is a pure
+:class:`~watchcache.wire.errors.StatusError` it writes as the response. Everything here is a pure
 function of JSON values (``dict``/``list``/``str``/``int``/``float``/``bool``/``None``):
 no I/O, no shared state, safe from any thread. **Inputs are never mutated and the result
 shares no container with them** (untouched subtrees are copied), so the caller may keep,
@@ -87,18 +87,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeAlias
 
-from watchcache.errors import (
+from watchcache.wire import gojson
+from watchcache.wire.errors import (
     BadRequestError,
     InvalidError,
     RequestEntityTooLargeError,
     StatusCause,
-    StatusError,
+    UnprocessablePatchError,
+    UnsupportedMediaTypeError,
 )
-from watchcache.objects import load_json
 
 #: A parsed JSON value: dict, list, str, int, float, bool or None.
 JSON: TypeAlias = Any
@@ -118,11 +119,6 @@ PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = MappingProxyType(
 
 #: Kubernetes' ``maxJSONPatchOperations``.
 MAX_JSON_PATCH_OPERATIONS: Final = 10_000
-
-#: What ``NewGenericServerResponse(422, ...)`` says whatever the cause.
-UNPROCESSABLE_PATCH_MESSAGE: Final = (
-    "the server rejected our request due to an error in our request"
-)
 
 # Lists that merge in a strategic merge patch, by kind: path -> merge key. A path names
 # fields from the object's root joined with "."; "[]" steps into a list's elements. A merge
@@ -182,36 +178,6 @@ _DELETE_FROM_PRIMITIVE_LIST: Final = "$deleteFromPrimitiveList"
 _BAD_ORDER: Final = "invalid patch format of setElementOrder list"
 _BAD_PRIMITIVE_LIST: Final = "invalid patch format of primitive list"
 _BAD_RETAIN_KEYS: Final = "invalid patch format of retainKeys"
-
-
-class UnsupportedMediaTypeError(StatusError):
-    """415: the request body's Content-Type is not one this endpoint accepts."""
-
-    code = 415
-    reason = "UnsupportedMediaType"
-
-    @classmethod
-    def accepting(cls, media_types: Iterable[str]) -> UnsupportedMediaTypeError:
-        """``NewUnsupportedMediaTypeError``: names what would have been accepted."""
-        return cls(
-            "the body of the request was in an unknown format - accepted media types include: "
-            + ", ".join(media_types)
-        )
-
-
-class UnprocessablePatchError(InvalidError):
-    """422: the patch is well-formed but cannot be applied to this object.
-
-    The Status says only Kubernetes' generic :data:`UNPROCESSABLE_PATCH_MESSAGE` (its handler
-    discards the reason); ``detail`` keeps the reason for logs and tests.
-    """
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(UNPROCESSABLE_PATCH_MESSAGE)
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return f"{self.message} ({self.detail})"
 
 
 class _OperationError(Exception):
@@ -665,7 +631,7 @@ def _value(operation: dict[str, JSON]) -> JSON:
 def _decode(body: bytes) -> JSON:
     """The body as JSON; 400 for anything Go's decoder would not accept as plain JSON."""
     try:
-        return load_json(body, object_pairs_hook=_unique_members, parse_constant=_no_constant)
+        return gojson.loads(body, object_pairs_hook=_unique_members, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
         raise BadRequestError(f"error decoding patch: {exc}") from None
 

@@ -32,7 +32,7 @@ from time import perf_counter, perf_counter_ns
 from typing import TextIO
 
 from watchcache._core import Snapshot, SnapshotRegistry, Tree
-from watchcache.progress import Progress
+from watchcache.cli.progress import Progress
 
 PREFIX = "/registry/pods/"
 NAMESPACES = 1_000

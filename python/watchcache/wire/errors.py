@@ -18,7 +18,7 @@ Wire shape (``metav1.Status``, members in Go's declaration order, empty ones omi
 
 ``Retry-After`` is sent as an HTTP header whenever ``details.retryAfterSeconds > 0``, as
 Kubernetes' response writer does. Messages for the conditions the watch cache raises are
-built by the named constructors below, with Kubernetes' exact wording (SEMANTICS.md §7), so
+built by the named constructors below, with Kubernetes' exact wording (docs/semantics.md §7), so
 clients that match on text (and our conformance tests) see the same strings.
 
 Who raises what: options parsing → 400/422; continue tokens → 400; the cache → 410 (too old),
@@ -29,11 +29,11 @@ the apiserver → 404/409/413/422. All values, no I/O; safe to share between thr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from watchcache import gojson
+from watchcache.wire import gojson
 
 #: Kubernetes' message for a LIST continuation whose snapshot and etcd revision are gone.
 INCONSISTENT_CONTINUE_MESSAGE: Final = (
@@ -47,6 +47,11 @@ INCONSISTENT_CONTINUE_MESSAGE: Final = (
 EXPIRED_CONTINUE_MESSAGE: Final = (
     "The provided continue parameter is too old to display a consistent list result. "
     "You can start a new list without the continue parameter."
+)
+#: What ``NewGenericServerResponse(422, ...)`` says whatever the cause (a patch that cannot
+#: be applied).
+UNPROCESSABLE_PATCH_MESSAGE: Final = (
+    "the server rejected our request due to an error in our request"
 )
 #: An exact LIST at a compacted revision (etcd path).
 EXPIRED_LIST_MESSAGE: Final = "The resourceVersion for the provided list is too old."
@@ -395,6 +400,68 @@ class TooLargeResourceVersionError(ServerTimeoutError):
         super().__init__(message, details=details, continue_token=continue_token)
         self.minimum = minimum
         self.current = current
+
+
+class CompactedError(ExpiredError):
+    """etcd: the revision asked for is compacted away. ``compact_revision`` is the oldest one
+    still readable when etcd says (watches do; ranges do not: 0)."""
+
+    def __init__(self, message: str = "", *, compact_revision: int = 0) -> None:
+        super().__init__(message or "The resourceVersion for the provided list is too old.")
+        self.compact_revision = compact_revision
+
+
+class ContinueTokenError(BadRequestError):
+    """400: a ``continue`` value that Kubernetes' ``DecodeContinue`` would refuse.
+
+    The message is Kubernetes' ``invalid continue token: continue key is not valid: <why>``;
+    ``detail`` is the ``<why>`` alone (e.g. ``illegal base64 data at input byte 3`` or, for a
+    start key that fails the traversal check, the start key itself).
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"invalid continue token: continue key is not valid: {detail}")
+        self.detail = detail
+
+
+class MethodNotAllowedError(StatusError):
+    """405: the route exists but does not take this method."""
+
+    code = 405
+    reason = "MethodNotAllowed"
+
+    def __init__(self) -> None:
+        super().__init__("the server does not allow this method on the requested resource")
+
+
+class UnsupportedMediaTypeError(StatusError):
+    """415: the request body's Content-Type is not one this endpoint accepts."""
+
+    code = 415
+    reason = "UnsupportedMediaType"
+
+    @classmethod
+    def accepting(cls, media_types: Iterable[str]) -> UnsupportedMediaTypeError:
+        """``NewUnsupportedMediaTypeError``: names what would have been accepted."""
+        return cls(
+            "the body of the request was in an unknown format - accepted media types include: "
+            + ", ".join(media_types)
+        )
+
+
+class UnprocessablePatchError(InvalidError):
+    """422: the patch is well-formed but cannot be applied to this object.
+
+    The Status says only Kubernetes' generic :data:`UNPROCESSABLE_PATCH_MESSAGE` (its handler
+    discards the reason); ``detail`` keeps the reason for logs and tests.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(UNPROCESSABLE_PATCH_MESSAGE)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.detail})"
 
 
 class WatchTerminatedError(Exception):

@@ -2,7 +2,7 @@
 
 Objects carry what a create through the API would give them (uid, creationTimestamp,
 namespace, labels) and are written with create-if-absent transactions of up to 128 puts,
-8 in flight (ETCD.md: about 4.6 s for 300k x 1 KB). Labels cycle through ``app=a|b|c`` so
+8 in flight (docs/etcd.md: about 4.6 s for 300k x 1 KB). Labels cycle through ``app=a|b|c`` so
 selectors have something to select. Writing through etcd rather than the HTTP API keeps a
 300k load to seconds; caches pick the objects up through their watch like any write.
 """
@@ -11,27 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from watchcache.apiserver.admission import now_rfc3339
-from watchcache.apiserver.resources import ResourceSpec
+from watchcache.cli.progress import Progress
 from watchcache.etcd.client import MAX_TXN_OPS, EtcdClient
+from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
 from watchcache.etcd.proto import rpc_pb2
+from watchcache.registry.admission import now_rfc3339
+from watchcache.registry.resources import ResourceSpec
+from watchcache.registry.system_namespaces import namespace_object
 
 APPS = ("a", "b", "c")
-
-
-def namespace_object(name: str) -> bytes:
-    """A namespace object as the apiserver would create it."""
-    obj = {
-        "kind": "Namespace",
-        "apiVersion": "v1",
-        "metadata": {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339()},
-        "spec": {"finalizers": ["kubernetes"]},
-        "status": {"phase": "Active"},
-    }
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def make_object(spec: ResourceSpec, index: int, size: int, namespace: str) -> tuple[str, bytes]:
@@ -109,3 +103,58 @@ async def load_objects(
         )
     )
     return created
+
+
+@dataclass
+class LoadOptions:
+    resource: ResourceSpec
+    count: int
+    size: int = 1024
+    namespaces: int = 1
+    etcd: Sequence[str] = ()
+    data_dir: Path = field(default_factory=default_data_dir)
+
+
+def run_load(options: LoadOptions) -> int:
+    """``watchcache load``: on ``--etcd``, or on the embedded etcd (started for the load
+    when no ``serve`` is running on it)."""
+    return asyncio.run(_load(options))
+
+
+async def _load(options: LoadOptions) -> int:
+    etcd: EtcdCluster | None = None
+    endpoints = list(options.etcd)
+    if not endpoints:
+        running = embedded_etcd(options.data_dir, reuse_running=True)
+        if running.members[0].healthy():
+            endpoints = running.endpoints  # a running serve's etcd: leave it running
+        else:
+            etcd = embedded_etcd(options.data_dir)
+            await asyncio.to_thread(etcd.start)
+            endpoints = etcd.endpoints
+    try:
+        async with EtcdClient(endpoints, timeout=60) as client:
+            progress = Progress("load", options.count, sys.stderr)
+            done = 0
+
+            def step(n: int) -> None:
+                nonlocal done
+                done += n
+                progress.update(done)
+
+            created = await load_objects(
+                client,
+                options.resource,
+                count=options.count,
+                size=options.size,
+                namespaces=options.namespaces,
+                progress=step,
+            )
+            progress.finish()
+            print(
+                f"created {created:,} {options.resource.name} ({options.count - created:,} existed)"
+            )
+    finally:
+        if etcd is not None:
+            etcd.stop()
+    return 0

@@ -1,7 +1,7 @@
 """Scenario 5, the engine against its peers: pytest-benchmark JSONs (and optionally
 memory.py's JSON) into bench/results/peers.json, peers.png and bench/README.md's section.
 
-Run: ``python bench/report.py bench/results/engine.json [bench/results/engine-1k.json ...]
+Run: ``python bench/peers_report.py bench/results/engine.json [bench/results/engine-1k.json ...]
 [--memory bench/results/memory.json] [--results bench/results] [--readme bench/README.md]``;
 ``--print`` writes the section to stdout instead.
 
@@ -14,7 +14,7 @@ between the ``peers`` markers, replacing it whole, so a re-run never duplicates 
 table. The section states the run's date, machine, seed and the exact command (recorded by
 conftest.py in ``machine_info["watchcache_bench"]``), then:
 
-- the DESIGN.md targets, each checked against the run with the value size it names (100
+- the docs/architecture.md targets, each checked against the run with the value size it names (100
   bytes, but 1 KB for the rendered body) at the largest item count that run measured; the
   targets are stated at 1M, so a ``--quick`` run only previews them;
 - per value size, one table per item count: the median time per operation for each
@@ -41,7 +41,7 @@ from typing import Any
 from contender import CONTENDERS, PEERS
 from harness import README, RESULTS
 from memory import table as memory_table
-from scenario_report import Headline, Report, figure, fmt_ratio, fmt_time
+from reporting import Headline, Report, figure, fmt_ratio, fmt_time
 from workload import size_label
 
 ENGINE = "watchcache"
@@ -190,8 +190,8 @@ def target_rows(results: list[Result], memory: list[dict[str, Any]] | None) -> l
         rows.append(f"| {t.label} | {t.limit} | {at} | {measured} | {met} |")
     rows += memory_target_rows(memory)
     intro = (
-        "Targets from DESIGN.md, each checked on the run with the value size it names, at the "
-        "largest item count measured"
+        "Targets from docs/architecture.md, each checked on the run with the value size it "
+        "names, at the largest item count measured"
         + (" (a preview: the targets are stated at 1M)" if largest < 1_000_000 else "")
         + ". Times include calling from Python."
     )
@@ -290,7 +290,7 @@ def render(runs: list[Run], memory: dict[str, Any] | None, argv: list[str]) -> s
         f"### Results of {first.doc['datetime'][:16].replace('T', ' ')} UTC",
         "",
         "- Made by " + ",\n  ".join(commands) + ",",
-        f"  then `python bench/report.py {' '.join(argv)}`.",
+        f"  then `python bench/peers_report.py {' '.join(argv)}`.",
         f"- Machine: {cpu}, {wb.get('cpu_count', '?')} cores, {wb.get('platform', '?')}; "
         f"Python {wb.get('python', '?')}.",
         f"- Seed {distinct([i.get('seed', '?') for i in infos])}, "

@@ -7,72 +7,25 @@ extracts what selectors need — the labels and a fixed set of field paths — s
 and watches never parse JSON again.
 
 Objects are re-encoded with the standard library's compact JSON (C-accelerated), not
-:mod:`watchcache.gojson`: bodies only need to be valid JSON that clients decode, and this
+:mod:`watchcache.wire.gojson`: bodies only need to be valid JSON that clients decode, and this
 runs for every object of an initial sync.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from watchcache._core import Item
+from watchcache.wire import gojson
 
 #: Fields every object supports in field selectors (Kubernetes' ``DefaultClusterScopedAttr``
 #: / ``DefaultNamespaceScopedAttrs``).
 DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-# The JSON escape of a UTF-16 surrogate (\uD800-\uDFFF): in UTF-8 text, the only way
-# json.loads can make a lone surrogate.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def load_json(data: bytes, **options: Any) -> Any:
-    """``json.loads`` of UTF-8 ``data`` (``options`` are its keyword arguments), reading
-    text as Go's decoder does where Python's differs, so every string is valid Unicode.
-
-    * ``data`` must be strict UTF-8: ``json.loads`` on bytes would also take UTF-16/32 and
-      encoded surrogates (it decodes with ``surrogatepass``); Go refuses those as invalid;
-    * an unpaired surrogate escape (``"\\ud800"``) is U+FFFD, as in Go; ``json.loads``
-      would keep a lone surrogate that UTF-8 cannot carry, so the object could be neither
-      stored, nor answered, nor made into an Item.
-
-    Raises ValueError (UnicodeDecodeError, JSONDecodeError) and RecursionError as
-    ``json.loads`` does. Costs one more scan of the text; only text with a surrogate escape
-    is also walked (iteratively, so any depth json.loads accepts is fine).
-    """
-    text = data.decode("utf-8")
-    value = json.loads(text, **options)
-    # Every etcd value passes here during a sync: a plain substring test rules out almost
-    # all of them before the regular expression runs.
-    if "\\u" not in text or _SURROGATE_ESCAPE.search(text) is None:
-        return value
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    pending: list[Any] = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, list):
-            for index, item in enumerate(node):
-                if isinstance(item, str):
-                    node[index] = _LONE_SURROGATE.sub("\ufffd", item)
-                elif isinstance(item, dict | list):
-                    pending.append(item)
-        elif isinstance(node, dict):
-            members = list(node.items())
-            node.clear()
-            for key, item in members:
-                if isinstance(item, dict | list):
-                    pending.append(item)
-                fixed = _LONE_SURROGATE.sub("\ufffd", item) if isinstance(item, str) else item
-                node[_LONE_SURROGATE.sub("\ufffd", key)] = fixed
-    return value
 
 
 class ObjectDecodeError(ValueError):
@@ -97,7 +50,7 @@ class ObjectCodec:
     def decode(self, key: str, value: bytes, revision: int) -> Item:
         """The Item for ``value`` at ``revision``. Raises ObjectDecodeError."""
         try:
-            obj = load_json(value)
+            obj = gojson.loads(value)
         except (ValueError, UnicodeDecodeError) as error:
             raise ObjectDecodeError(key, f"not JSON ({error})") from None
         return self.item(key, obj, revision)

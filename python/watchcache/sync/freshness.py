@@ -2,7 +2,7 @@
 
 A consistent LIST asks etcd for its current revision (a cheap one-key range, in
 :class:`~watchcache.etcd.store.EtcdStore`) and waits until the cache has reached it
-(:meth:`~watchcache.cache.WatchCache.wait_for_rv`, 3 s, then fallback to etcd or 429 as
+(:meth:`~watchcache.cache.watch_cache.WatchCache.wait_for_rv`, 3 s, then fallback to etcd or 429 as
 the planner says). When the revision moved because of writes to *other* prefixes, no event
 of this prefix will ever raise the cache to it; only a progress notification can. So while
 any read waits, the requester asks etcd for one on the cache's watch stream.
@@ -17,7 +17,7 @@ right after a write is a p99 of 20 ms). Requests are tiny and only reads that fi
 cache behind cause them.
 
 Why re-send at all: etcd 3.5 silently drops a progress request that arrives while a watcher
-on the stream is still catching up (ETCD.md); the next tick's request is answered.
+on the stream is still catching up (docs/etcd.md); the next tick's request is answered.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import TYPE_CHECKING, ClassVar, Final, Literal, NamedTuple
 
-from watchcache.gostrconv import is_int64
+from watchcache.wire.gostrconv import is_int64
 
 if TYPE_CHECKING:
     from watchcache import _core

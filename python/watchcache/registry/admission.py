@@ -20,14 +20,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from watchcache.apiserver.resources import ResourceSpec
-from watchcache.errors import (
+from watchcache.registry.resources import ResourceSpec
+from watchcache.wire import gojson
+from watchcache.wire.errors import (
     BadRequestError,
     InvalidError,
     RequestEntityTooLargeError,
     StatusCause,
 )
-from watchcache.objects import load_json
 
 #: etcd's default ``--max-request-bytes`` is 1.5 MiB; Kubernetes caps bodies at 3 MiB.
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -52,7 +52,7 @@ def parse_body(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
     if not body.strip():
         raise BadRequestError("the request body is empty: an object is required")
     try:
-        obj = load_json(body)
+        obj = gojson.loads(body)
     except (ValueError, UnicodeDecodeError) as error:
         raise BadRequestError(f"the body of the request is not valid JSON: {error}") from None
     except RecursionError:

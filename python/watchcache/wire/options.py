@@ -28,7 +28,7 @@ below is how they stay exact.
 Deliberate differences from Kubernetes, on inputs its own clients do not send:
 
 * a WATCH with an unparsable ``resourceVersion`` is **400** (message as for a LIST), where
-  Kubernetes answers 500 with an empty reason (SEMANTICS §10 item 23);
+  Kubernetes answers 500 with an empty reason (docs/semantics.md §10 item 23);
 * a negative ``timeoutSeconds`` is **400** (Kubernetes does not check the sign);
   ``timeoutSeconds=0`` means the server default, as in Kubernetes, and is stored as ``None``;
 * the texts of our decoding errors (stage 1) are ours; Kubernetes' depend on its codec.
@@ -50,8 +50,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from watchcache.errors import BadRequestError, InvalidError, StatusCause
-from watchcache.gostrconv import (
+from watchcache.wire.errors import BadRequestError, InvalidError, StatusCause
+from watchcache.wire.gostrconv import (
     INT64_MAX,
     INT64_MIN,
     go_quote,
@@ -59,7 +59,7 @@ from watchcache.gostrconv import (
     parse_int64,
     parse_uint64,
 )
-from watchcache.selectors import (
+from watchcache.wire.selectors import (
     FieldRequirement,
     LabelRequirement,
     SelectorError,
@@ -512,7 +512,7 @@ class WatchOptions(_CommonOptions):
 
     Raises, in this order: TypeError for a member of the wrong type; BadRequestError (400)
     for a negative or out-of-range ``timeout_seconds`` or an unparsable selector;
-    InvalidError (422) with one cause per violated rule of the watch table (SEMANTICS
+    InvalidError (422) with one cause per violated rule of the watch table (docs/semantics.md
     §5.1); BadRequestError (400) for an unparsable resource version (Kubernetes: 500).
     Cost: O(length of the selectors).
     """

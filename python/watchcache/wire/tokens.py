@@ -3,12 +3,12 @@
 Design note
 -----------
 A token is base64url without padding of the JSON ``{"v":"meta.k8s.io/v1","rv":<int64>,
-"start":"<key relative to the key prefix>"}`` (SEMANTICS.md §1). Clients treat it as
+"start":"<key relative to the key prefix>"}`` (docs/semantics.md §1). Clients treat it as
 opaque, but it is public API all the same: a token minted here must be accepted by a Go
 apiserver and the other way round, and tests compare our tokens with recorded Kubernetes
 ones byte for byte. So the module keeps one invariant in each direction:
 
-* encoding writes the bytes Go writes: :func:`watchcache.gojson.dumps` for the JSON (Go's
+* encoding writes the bytes Go writes: :func:`watchcache.wire.gojson.dumps` for the JSON (Go's
   escapes, member order of the Go struct), then the URL-safe alphabet with no ``=``;
 * decoding accepts exactly what Kubernetes' ``DecodeContinue`` accepts and fails, in the same
   order of checks, with the same message for everything but malformed JSON; the key it
@@ -27,7 +27,7 @@ Hence: a regular expression finds the first bad base64 character, and a small it
 scanner (one regular expression per JSON token, an explicit stack, no recursion) validates
 the whole text before the members are interpreted, as Go's ``checkValid`` does.
 
-Which prefix (SEMANTICS §1.4): the etcd store encodes relative to ``/registry/pods/ns/``
+Which prefix (docs/semantics.md §1.4): the etcd store encodes relative to ``/registry/pods/ns/``
 (``start`` has no leading slash), the cacher relative to the registry key ``/pods/ns``
 (``start`` begins with ``/``). Decoding prepends ``/`` when missing, so both decode to the
 same key under any prefix that ends with ``/``. Never compare tokens textually.
@@ -37,8 +37,9 @@ so every real one) are encoded and decoded by ``watchcache._core`` in one pass
 (``cpp/include/watchcache/continue_token.hpp``), which answers None for anything else, good
 or bad; the Python code below then handles it and alone decides what is an error. Why: a
 paged LIST decodes one token and mints one per page, and the Python codec (json, base64,
-re) cost 4 µs each with warm caches and 15-20 µs each right after a 500 KB page body went
-through the core's caches, most of the Python left in a page.
+re) costs several microseconds each, more right after a large page body has gone through
+the core's caches: most of the Python left in a page (``make bench``, the pagination
+scenario, shows the per-page time).
 
 Costs: all functions are O(n) in the length of the key or token. A canonical token (about
 100 bytes) takes well under a microsecond; any other a few microseconds, and a hostile one
@@ -60,14 +61,14 @@ import re
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from watchcache import _core, gojson
-from watchcache.errors import BadRequestError
-from watchcache.gostrconv import INT64_MAX, INT64_MIN, parse_int64
+from watchcache import _core
+from watchcache.wire import gojson
+from watchcache.wire.errors import ContinueTokenError
+from watchcache.wire.gostrconv import INT64_MAX, INT64_MIN, parse_int64
 
 __all__ = [
     "CONTINUE_TOKEN_VERSION",
     "ContinueToken",
-    "ContinueTokenError",
     "decode_continue",
     "encode_continue",
     "next_page_token",
@@ -76,19 +77,6 @@ __all__ = [
 
 #: The only token version Kubernetes has ever written or accepts.
 CONTINUE_TOKEN_VERSION: Final = "meta.k8s.io/v1"
-
-
-class ContinueTokenError(BadRequestError):
-    """400: a ``continue`` value that Kubernetes' ``DecodeContinue`` would refuse.
-
-    The message is Kubernetes' ``invalid continue token: continue key is not valid: <why>``;
-    ``detail`` is the ``<why>`` alone (e.g. ``illegal base64 data at input byte 3`` or, for a
-    start key that fails the traversal check, the start key itself).
-    """
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"invalid continue token: continue key is not valid: {detail}")
-        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +137,7 @@ def next_page_token(last_key: str, key_prefix: str, resource_version: int) -> st
 
 
 def parse_continue(token: str) -> ContinueToken:
-    """Checks 1-5 of ``DecodeContinue`` (SEMANTICS §1.3), in Kubernetes' order.
+    """Checks 1-5 of ``DecodeContinue`` (docs/semantics.md §1.3), in Kubernetes' order.
 
     base64, JSON, version, ``rv != 0``, non-empty ``start``; the first that fails raises
     ContinueTokenError. The traversal check needs the request's key prefix and is left to
@@ -275,7 +263,7 @@ def _decode_base64(token: str) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # JSON (Go's json.Unmarshal into struct {V string "v"; RV int64 "rv"; Start string "start"})
 
-_GO_UTF8: Final = "watchcache.tokens.go-utf8"
+_GO_UTF8: Final = "watchcache.wire.tokens.go-utf8"
 
 
 def _replace_one_byte(error: UnicodeError) -> tuple[str, int]:

@@ -16,10 +16,10 @@ selector still decides; the index only narrows who is asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, ValuesView
+from collections.abc import ItemsView, Iterable, Mapping, Sequence, ValuesView
 from typing import Generic, TypeVar
 
-from watchcache.selectors import LabelRequirement
+from watchcache.wire.selectors import LabelRequirement
 
 W = TypeVar("W")
 
@@ -54,6 +54,27 @@ class WatcherIndex(Generic[W]):
     def values(self) -> ValuesView[W]:
         """A live view of every watcher (it follows later adds, removes and clears)."""
         return self._all.values()
+
+    def items(self) -> ItemsView[int, W]:
+        """Every (id, watcher)."""
+        return self._all.items()
+
+    def check_invariants(self) -> None:
+        """Every watcher is either unfiled or filed under each value of its filing
+        requirement, and nothing else is filed. O(watchers · values)."""
+        filed: dict[tuple[str, str], set[int]] = {}
+        for watcher_id, requirement in self._filing.items():
+            for value in requirement.values:
+                filed.setdefault((requirement.key, value), set()).add(watcher_id)
+        actual = {
+            (key, value): set(watchers)
+            for key, by_value in self._filed.items()
+            for value, watchers in by_value.items()
+        }
+        if actual != filed or set(self._filing) | set(self._unfiled) != set(self._all):
+            raise AssertionError("WatcherIndex invariant broken: filing matches the watchers")
+        if set(self._filing) & set(self._unfiled):
+            raise AssertionError("WatcherIndex invariant broken: a watcher is filed once")
 
     @property
     def filed(self) -> bool:

@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from watchcache import gojson
-from watchcache.errors import BadRequestError, InvalidError, StatusCause
-from watchcache.gostrconv import INT64_MAX, INT64_MIN, go_quote, is_go_false, parse_int64
+from watchcache.wire import gojson
+from watchcache.wire.errors import BadRequestError, InvalidError, StatusCause
+from watchcache.wire.gostrconv import INT64_MAX, INT64_MIN, go_quote, is_go_false, parse_int64
 
 __all__ = [
     "DRY_RUN_ALL",

@@ -1,6 +1,6 @@
 """The inconsistency detector: does the cache hold exactly what etcd held at its revision?
 
-Kubernetes' checker (SEMANTICS.md §8.1) lists the cache, then lists etcd at exactly the
+Kubernetes' checker (docs/semantics.md §8.1) lists the cache, then lists etcd at exactly the
 cache's revision and compares digests of every item's identity and version. Here the
 identity is the etcd key and the version its mod revision, hashed with FNV-1a 64 in key
 order: the cache side comes from one snapshot without touching values, the etcd side from
@@ -20,9 +20,9 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from watchcache.cache import WatchCache
-from watchcache.errors import StatusError
+from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient, EtcdError, prefix_range_end
+from watchcache.wire.errors import StatusError
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Design note
 -----------
 Ownership. One writer — the asyncio task that calls :meth:`WatchCache.replace`,
 :meth:`~WatchCache.apply` and :meth:`~WatchCache.advance` (the reflector) — owns the live
-:class:`~watchcache._core.Tree`, the :class:`~watchcache.history.EventHistory` and the
+:class:`~watchcache._core.Tree`, the :class:`~watchcache.cache.history.EventHistory` and the
 watcher set. Everything else reads immutable Snapshots. All methods must be called on the
 event loop's thread; native scans run in a worker thread when they are large (the GIL is
 released), so a 300k-object LIST does not stall the loop.
@@ -19,12 +19,21 @@ State per applied event (rv never decreasing)::
     dispatch to watchers               O(watchers), one native selector test per watcher
     wake reads waiting for rv          O(woken · log waiting)
 
-Invariants: ``resource_version`` (cacheRV) never decreases; the newest snapshot describes
-the state at cacheRV (progress notifications raise cacheRV without a new snapshot: nothing
-changed); every stored snapshot's rv lies in the history window (or is the list rv); a
-watcher receives every matching event with rv above its start exactly once, in order, or
-is terminated with :class:`~watchcache.errors.WatchTerminatedError` naming the rv to
-resume from — never blocks the writer.
+Invariants (checked by :meth:`WatchCache.check_invariants`, which tests call after
+mutations):
+
+1. ``resource_version`` (cacheRV) never decreases, and no buffered event is newer;
+2. the newest stored snapshot holds exactly the live tree's state, at the newest change's
+   rv (progress notifications raise cacheRV without a new snapshot: nothing changed);
+3. every stored snapshot's rv is the list rv or the rv of a buffered event (snapshots
+   below the history window go when their events go);
+4. no read waits for an rv the cache has reached;
+5. every registered watcher is started and open, and its queue holds at most
+   ``watch_buffer`` events in rv order, all above the rv it started from — so a watcher
+   receives every matching event with rv above its start exactly once, in order, or is
+   terminated with :class:`~watchcache.wire.errors.WatchTerminatedError` naming the rv to
+   resume from; it never blocks the writer;
+6. the tree, the history and the watcher index keep their own invariants.
 
 Event validation is strict because a silently accepted gap is a cache that lies: an rv
 below cacheRV (or equal to it, unless the previous change was an event at that same rv: one
@@ -34,10 +43,12 @@ differs from the cached one all raise
 :class:`EventOrderError` and change nothing; the reflector answers with a relist. (etcd
 revisions are global, so jumps in rv between events of one prefix are normal.)
 
-LIST: :func:`watchcache.planner.plan_list` decides, :meth:`WatchCache.list` executes,
-including Kubernetes' fallbacks (a snapshot miss or a consistent read that timed out goes
-to the store). WATCH: :meth:`WatchCache.watch` returns a :class:`Watcher`; the start
-matrix of SEMANTICS.md §5.2 is in :meth:`Watcher._start`.
+LIST: the planner decides (:func:`~watchcache.cache.planner.plan_list`, and when a cache
+route fails, :func:`~watchcache.cache.planner.plan_fallback`); :meth:`WatchCache.list`
+executes. WATCH: :meth:`WatchCache.watch` returns a
+:class:`~watchcache.cache.watcher.Watcher`, which talks to the cache through
+:class:`~watchcache.cache.watcher.WatchSource`; the start matrix of docs/semantics.md §5.2 is in
+:meth:`Watcher.start <watchcache.cache.watcher.Watcher.start>`.
 """
 
 from __future__ import annotations
@@ -46,10 +57,9 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from watchcache._core import (
     Item,
@@ -58,33 +68,36 @@ from watchcache._core import (
     Tree,
     set_prefault,
 )
-from watchcache.errors import (
-    BadRequestError,
-    ExpiredError,
-    InternalError,
-    NotFoundError,
-    StatusError,
-    TooLargeResourceVersionError,
-    TooManyRequestsError,
-    WatchTerminatedError,
-)
-from watchcache.event import Event, EventType, bookmark_object, with_resource_version
-from watchcache.histogram import READ_WAIT_BUCKETS, Histogram
-from watchcache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
-from watchcache.options import ListOptions, WatchOptions, parse_resource_version
-from watchcache.planner import (
+from watchcache.cache.backing_store import (
     BackingStore,
-    ListPlan,
     ListResult,
     Source,
     StoreListRequest,
     expired_continuation,
-    not_ready_goes_to_store,
+)
+from watchcache.cache.event import Event, EventType
+from watchcache.cache.histogram import READ_WAIT_BUCKETS, Histogram
+from watchcache.cache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
+from watchcache.cache.planner import (
+    Failure,
+    Fallback,
+    ListPlan,
+    plan_fallback,
     plan_list,
     store_revision,
 )
-from watchcache.tokens import decode_continue, next_page_token
-from watchcache.watchindex import WatcherIndex
+from watchcache.cache.watcher import EventConversions, Watcher
+from watchcache.cache.watchindex import WatcherIndex
+from watchcache.wire.errors import (
+    BadRequestError,
+    ExpiredError,
+    NotFoundError,
+    StatusError,
+    TooLargeResourceVersionError,
+    TooManyRequestsError,
+)
+from watchcache.wire.options import ListOptions, WatchOptions, parse_resource_version
+from watchcache.wire.tokens import decode_continue, next_page_token
 
 # Enum member lookups are descriptor calls on Python 3.11; hot paths use these.
 _CACHE: Final = Source.CACHE
@@ -96,19 +109,10 @@ _DELETED: Final = EventType.DELETED
 WAIT_TIMEOUT_SECONDS: Final = 3.0
 #: Kubernetes' bookmark frequency for watchers that allow bookmarks.
 BOOKMARK_INTERVAL_SECONDS: Final = 60.0
-#: A bookmark is sent this long before a watch's timeout closes it.
-BOOKMARK_BEFORE_DEADLINE_SECONDS: Final = 2.0
 #: Live events a watcher may have queued before it counts as too slow and is terminated.
 DEFAULT_WATCH_BUFFER: Final = 1024
 #: Scans expected to examine more items than this run in a worker thread.
 THREAD_SCAN_THRESHOLD: Final = 20_000
-#: Initial events are read from the snapshot this many at a time.
-_INITIAL_CHUNK: Final = 512
-#: The message Kubernetes sends when watch-list needs progress requests etcd cannot answer.
-WATCH_LIST_UNSUPPORTED: Final = (
-    "a watch stream was requested by the client but the required storage feature "
-    "RequestWatchProgress is disabled"
-)
 
 
 class EventOrderError(ValueError):
@@ -118,23 +122,6 @@ class EventOrderError(ValueError):
     def __init__(self, message: str, resource_version: int) -> None:
         super().__init__(message)
         self.resource_version = resource_version
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    """One event as a watcher receives it. ``object`` is the JSON of the object
-    (for BOOKMARK the bookmark object); ``item`` the native object (None for BOOKMARK)."""
-
-    type: EventType
-    resource_version: int
-    object: bytes
-    item: Item | None = None
-    #: The bookmark that ends a watch's initial events (annotated ``k8s.io/initial-events-end``).
-    initial_events_end: bool = False
-
-    def to_json(self) -> bytes:
-        """The wire form, one line of a Kubernetes watch stream (without the newline)."""
-        return b'{"type":"' + self.type.encode() + b'","object":' + self.object + b"}"
 
 
 @dataclass(slots=True)
@@ -226,6 +213,7 @@ class WatchCache:
         # makes no Python Snapshot, and a cache nobody reads copies no paths.
         self._latest: Snapshot | None = None
         self._rv = 0
+        self._highest_checked_rv = 0
         self._ready = False
         self._stopped = False
         self._ready_changed_at = clock()
@@ -320,6 +308,45 @@ class WatchCache:
         requester starts on 0 → 1 and stops at 0)."""
         self._wait_listeners.append(listener)
 
+    def check_invariants(self) -> None:
+        """Verify the invariants of the module note; raises AssertionError naming the broken
+        one. O(n + snapshots + watchers · buffer): for tests, after mutations."""
+
+        def require(condition: bool, invariant: str) -> None:
+            if not condition:
+                raise AssertionError(f"WatchCache invariant broken: {invariant}")
+
+        rv = self._rv
+        require(rv >= self._highest_checked_rv, "resource_version never decreases")
+        self._highest_checked_rv = rv
+        self._tree.check_invariants()
+        history = self._history
+        history.check_invariants()
+        self._watchers.check_invariants()
+        newest_event = history.newest_resource_version
+        require(newest_event is None or newest_event <= rv, "no buffered event is newer")
+        if self._ready and self.snapshots_enabled and len(self._registry):
+            latest = self._registry.latest()
+            assert latest is not None
+            newest_change = history.list_resource_version if newest_event is None else newest_event
+            require(latest[0] == newest_change, "the newest snapshot is at the newest change")
+            require(
+                latest[1].items() == self._tree.items(),
+                "the newest snapshot holds the live tree's state",
+            )
+            kept = {history.list_resource_version, *(e.resource_version for e in history)}
+            require(
+                all(snapshot_rv in kept for snapshot_rv in self._registry.resource_versions()),
+                "every snapshot is at the list rv or a buffered event's rv",
+            )
+        require(
+            all(wanted > rv for wanted, _, future in self._waiters if not future.done()),
+            "no read waits for an rv the cache has reached",
+        )
+        for watcher_id, watcher in self._watchers.items():
+            require(watcher.watcher_id == watcher_id, "a watcher is registered under its id")
+            watcher.check_invariants()
+
     # -----------------------------------------------------------------------------------
     # The writer side
 
@@ -351,7 +378,8 @@ class WatchCache:
     def apply(self, event: Event) -> None:
         """Apply one change (see the module note for the checks; EventOrderError changes
         nothing). O(log n + watchers). The hot path of the cache: kept to plain local
-        operations, about 2 µs of Python around the native put."""
+        operations, about 2 µs of Python around the native put (``python bench/apply_cost.py``
+separates the two)."""
         rv = event.resource_version
         if (rv <= self._rv or not self._ready) and not self._continues_revision(rv):
             raise self._order_error(event, "is not above the cache's resourceVersion")
@@ -442,7 +470,9 @@ class WatchCache:
             self._ready = ready
             self._ready_changed_at = self._clock()
 
-    def _check_ready(self) -> None:
+    def check_ready(self) -> None:
+        """Raise 429 when the cache is not ready (``storage is (re)initializing``, Retry-After
+        growing with the downtime) or stopped."""
         if self._stopped:
             raise TooManyRequestsError.retry_after("apiserver cacher is stopped", 1)
         if not self._ready:
@@ -537,45 +567,53 @@ class WatchCache:
     async def _list_routed(
         self, plan: ListPlan, opts: ListOptions, continue_rv: int | None, key_prefix: str
     ) -> ListResult:
-        """A LIST that waits for freshness, goes to the store or fails, with Kubernetes'
-        fallbacks."""
-
-        async def from_store() -> ListResult:
+        """A LIST that waits for freshness, goes to the store or fails; when a cache route
+        fails, the planner's fallback decides what happens instead."""
+        if plan.source is Source.STORE and not plan.not_ready:
             return await self._list_store(plan, opts, continue_rv, key_prefix)
-
-        if plan.not_ready:
-            if not_ready_goes_to_store(opts, self):
-                return await from_store()
-            self._check_ready()
-        if plan.source is Source.STORE:
-            return await from_store()
         if plan.source is Source.EXPIRED:
             raise self._expired(plan, opts, key_prefix)
-        try:
-            result = await self._list_cached(plan, opts, key_prefix)
-        except ExpiredError:
-            # A snapshot pruned while the read waited.
-            if self.store is not None and self.snapshots_enabled:
-                return await from_store()
-            raise self._expired(plan, opts, key_prefix) from None
-        except TooLargeResourceVersionError as err:
-            if not plan.consistent:
-                raise
-            if self.skip_consistent_fallback:
-                self._count_consistent(False, "skipped")
-                raise TooManyRequestsError.retry_after(err.message, 1) from None
+        failure: Failure
+        error: StatusError | None = None
+        if plan.not_ready:
+            failure = Failure.NOT_READY
+        else:
             try:
-                result = await from_store()
+                result = await self._list_cached(plan, opts, key_prefix)
+            except ExpiredError as expired:
+                failure, error = Failure.EXPIRED, expired
+            except TooLargeResourceVersionError as timeout:
+                failure, error = Failure.TIMEOUT, timeout
+            else:
+                if plan.consistent:
+                    result.fallback = "false"
+                    self._count_consistent(True, "false")
+                return result
+        fallback = plan_fallback(plan, failure, opts, self)
+        action = fallback.action
+        if action is Fallback.STORE:
+            if failure is not Failure.TIMEOUT:
+                return await self._list_store(plan, opts, continue_rv, key_prefix)
+            try:
+                result = await self._list_store(plan, opts, continue_rv, key_prefix)
             except StatusError:
                 self._count_consistent(False, "true")
                 raise
             result.fallback = "true"
             self._count_consistent(True, "true")
             return result
-        if plan.consistent:
-            result.fallback = "false"
-            self._count_consistent(True, "false")
-        return result
+        if action is Fallback.EXPIRED:
+            raise self._expired(plan, opts, key_prefix) from None
+        if action is Fallback.TOO_MANY_REQUESTS:
+            if failure is Failure.NOT_READY:
+                # Raises the 429 that says why (initialising, or stopped). Nothing awaited
+                # since the plan, so the cache cannot have become ready in between.
+                self.check_ready()
+            assert error is not None
+            self._count_consistent(False, "skipped")
+            raise TooManyRequestsError.retry_after(error.message, 1) from None
+        assert error is not None
+        raise error
 
     def render(self, result: ListResult) -> bytes:
         """The LIST body for this cache's kind: ``{"kind":"<Kind>List",...}``."""
@@ -611,7 +649,7 @@ class WatchCache:
         """The page a cache-served plan names, from the snapshot it names. Raises 429 when
         the cache is not ready, 410 when that snapshot is gone."""
         if self._stopped or not self._ready:
-            self._check_ready()
+            self.check_ready()
         if plan.exact is not None:
             found = self._registry.floor(plan.exact) if self.snapshots_enabled else None
             if found is None:
@@ -634,7 +672,7 @@ class WatchCache:
         last_key = scan.last_key
         if last_key is not None and scan.next_key is not None:
             # Encoded against the prefix without its "/", as Kubernetes' cacher does: the
-            # start key then begins with "/" (SEMANTICS.md §1.4).
+            # start key then begins with "/" (docs/semantics.md §1.4).
             token = next_page_token(last_key, key_prefix[:-1], rv)
             if selector is None:
                 remaining = scan.remaining
@@ -676,7 +714,7 @@ class WatchCache:
         Raises NotFoundError (404), BadRequestError, TooManyRequestsError."""
         if not key.startswith(self.prefix) or key.endswith("/"):
             raise BadRequestError(f'invalid key: "{key}" lacks resource prefix: "{self.prefix}"')
-        self._check_ready()
+        self.check_ready()
         rv = parse_resource_version(resource_version)
         if resource_version == "" and self.store is not None:
             await self.wait_for_rv(await self.store.current_resource_version())
@@ -701,22 +739,31 @@ class WatchCache:
         ``async with``."""
         return Watcher(self, opts, self.request_prefix(prefix))
 
-    def _register(self, watcher: Watcher) -> int:
+    # The watchers' side of the cache (watcher.WatchSource).
+
+    def add_watcher(self, watcher: Watcher) -> int:
+        """Register a started watcher: from now on it is offered every event. Its id."""
         watcher_id = next(self._watcher_ids)
         self._watchers.add(watcher_id, watcher, watcher.options.label_requirements)
         return watcher_id
 
-    def _unregister(self, watcher_id: int) -> None:
+    def remove_watcher(self, watcher_id: int) -> None:
         self._watchers.remove(watcher_id)
+
+    def now(self) -> float:
+        return self._clock()
+
+    def initial_event_sent(self) -> None:
+        self.stats.init_events += 1
 
     def _terminate_all(self, reason: str) -> None:
         watchers = list(self._watchers.values())
         self._watchers.clear()
         for watcher in watchers:
-            watcher._terminate(reason)
+            watcher.terminate(reason)
 
     def _dispatch(self, event: Event, previous: Item | None) -> None:
-        conversions = _Conversions(event, previous)
+        conversions = EventConversions(event, previous)
         overflowed: list[Watcher] = []
         watchers = self._watchers
         if watchers.filed:
@@ -727,346 +774,10 @@ class WatchCache:
         else:
             targets = watchers.values()
         for watcher in targets:
-            if not watcher._offer(event, conversions):
+            if not watcher.offer(event, conversions):
                 overflowed.append(watcher)
         for watcher in overflowed:
-            self._unregister(watcher._id)
+            self.remove_watcher(watcher.watcher_id)
             self.stats.terminated_watchers += 1
-            watcher._overflowed(
-                event.resource_version, f"it fell {self.watch_buffer} events behind"
-            )
+            watcher.overflowed(event.resource_version, f"it fell {self.watch_buffer} events behind")
         self.stats.events_dispatched += 1
-
-
-class _Conversions:
-    """The WatchEvents one cache event can become, built once and shared by all watchers:
-    the event as it happened, the same object as ADDED (it entered a watcher's selector)
-    or MODIFIED, or a DELETED of the previous object re-stamped at the event's rv (it left
-    the watcher's selector)."""
-
-    __slots__ = ("_made", "_value", "event", "key", "new", "old")
-
-    def __init__(self, event: Event, previous: Item | None) -> None:
-        self.event = event
-        self.key = event.key
-        self.new: Item | None = None if event.type is EventType.DELETED else event.object
-        self.old = previous
-        self._made: dict[EventType, WatchEvent] = {}
-        self._value: bytes | None = None
-
-    def native(self) -> WatchEvent:
-        return self.as_type(self.event.type)
-
-    def as_type(self, kind: EventType) -> WatchEvent:
-        made = self._made.get(kind)
-        if made is not None:
-            return made
-        event = self.event
-        rv = event.resource_version
-        if kind is EventType.DELETED and event.type is not EventType.DELETED:
-            assert self.old is not None
-            try:
-                item = with_resource_version(self.old, rv)
-            except ValueError:
-                item = self.old  # not JSON: deliver it as stored rather than drop the event
-            made = WatchEvent(kind, rv, item.value, item)
-        else:
-            if self._value is None:
-                self._value = event.object.value
-            made = WatchEvent(kind, rv, self._value, event.object)
-        self._made[kind] = made
-        return made
-
-
-class Watcher:
-    """One watch: an async iterator of :class:`WatchEvent`.
-
-    Delivery: initial events (ADDED, key order, read lazily from a snapshot), then the
-    initial-events-end BOOKMARK (watch-list), then buffered history after the start rv,
-    then live events, each matching the watcher's prefix and selectors, rv strictly
-    increasing. Bookmarks (``allowWatchBookmarks``) come when the watcher is idle, every
-    ``bookmark_interval`` and once ``2 s`` before ``timeoutSeconds`` ends the watch, and
-    only if the cache has moved past what the watcher already has.
-
-    Ends with StopAsyncIteration at the timeout or after :meth:`aclose`; raises
-    :class:`WatchTerminatedError` (after delivering everything queued) when the cache
-    terminated it, StatusError when it cannot start. Not thread-safe: one consumer task.
-    """
-
-    def __init__(self, cache: WatchCache, opts: WatchOptions, key_prefix: str) -> None:
-        self._cache = cache
-        self.options = opts
-        self.key_prefix = key_prefix
-        self._selector = opts.selector()
-        self._queue: deque[WatchEvent] = deque()
-        self._limit = cache.watch_buffer
-        self._waiter: asyncio.Future[None] | None = None
-        self._id = -1
-        self._started = False
-        self._closed = False
-        self._terminated: str | None = None
-        #: Events with rv <= floor are not delivered live (they are in the initial state
-        #: or the history backlog, or before the requested start).
-        self._floor = 0
-        self._sent_rv = 0
-        self._initial: Snapshot | None = None
-        self._initial_done = False
-        self._initial_after: str | None = None
-        self._initial_chunk: deque[Item] = deque()
-        self._initial_rv = 0
-        self._end_bookmark = False
-        self._backlog: Iterator[tuple[Event, Item | None]] | None = None
-        self._bookmarks = opts.allow_watch_bookmarks
-        now = cache._clock()
-        self._deadline = now + opts.timeout_seconds if opts.timeout_seconds else None
-        self._next_bookmark: float | None = None
-        self.last_resource_version = 0
-
-    # Awaiting a watcher starts it, so start errors surface before the first event.
-    def __await__(self) -> Generator[Any, None, Watcher]:
-        return self._await_started().__await__()
-
-    async def _await_started(self) -> Watcher:
-        await self.start()
-        return self
-
-    def __aiter__(self) -> AsyncIterator[WatchEvent]:
-        return self
-
-    async def __aenter__(self) -> Watcher:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Stop watching; idempotent."""
-        self.close()
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._cache._unregister(self._id)
-        self._queue.clear()
-        self._initial = None
-        self._backlog = None
-        self._wake()
-
-    @property
-    def started(self) -> bool:
-        return self._started
-
-    async def start(self) -> None:
-        """Run the start matrix (SEMANTICS.md §5.2) and register; idempotent."""
-        if self._started:
-            return
-        if self._closed:
-            raise WatchTerminatedError("the watcher was closed", self.last_resource_version)
-        cache = self._cache
-        opts = self.options
-        cache._check_ready()
-        store = cache.store
-        sie = opts.send_initial_events
-        rv = opts.parsed_resource_version
-        watch_list = sie and opts.allow_watch_bookmarks
-        if watch_list and store is not None and not store.consistent_reads_supported:
-            raise InternalError.wrap(WATCH_LIST_UNSUPPORTED)
-        start_at = 0
-        if sie:
-            if opts.resource_version == "":
-                target = await store.current_resource_version() if store else cache._rv
-                await cache.wait_for_rv(target)
-            elif rv > 0:
-                await cache.wait_for_rv(rv)
-        elif sie is False and opts.resource_version == "" and store is not None:
-            start_at = await store.current_resource_version()
-        cache._check_ready()
-        if self._closed:
-            raise WatchTerminatedError("the watcher was closed", 0)
-        # From here to registration nothing awaits: the state read and the registration
-        # see the same cacheRV, so no event is missed or repeated.
-        cache_rv = cache._rv
-        if sie or (sie is None and rv == 0):
-            self._initial = cache._newest()
-            self._initial_rv = cache_rv
-            self._end_bookmark = bool(sie) and opts.allow_watch_bookmarks
-            self._floor = cache_rv
-            self._sent_rv = cache_rv
-        elif rv == 0:
-            self._floor = max(start_at, cache_rv)
-            self._sent_rv = self._floor
-        else:
-            backlog = cache._history.changes_after(rv)  # raises 410 when too old
-            if backlog:
-                self._backlog = iter(backlog)
-            self._floor = max(rv, cache_rv)
-            self._sent_rv = rv
-        self._id = cache._register(self)
-        self._started = True
-        self._schedule_bookmark(cache._clock())
-
-    def _schedule_bookmark(self, now: float) -> None:
-        if not self._bookmarks:
-            return
-        due = now + self._cache.bookmark_interval
-        if self._deadline is not None:
-            due = min(due, self._deadline - BOOKMARK_BEFORE_DEADLINE_SECONDS)
-        self._next_bookmark = due if due > now else None
-
-    async def __anext__(self) -> WatchEvent:
-        if not self._started:
-            await self.start()
-        while True:
-            if self._closed:
-                raise StopAsyncIteration
-            if self._initial is not None:
-                event = self._next_initial()
-                if event is not None:
-                    return event
-                continue
-            if self._backlog is not None:
-                for change, previous in self._backlog:
-                    converted = self._convert(change, previous)
-                    if converted is not None:
-                        return self._sent(converted)
-                self._backlog = None
-            if self._queue:
-                return self._sent(self._queue.popleft())
-            if self._terminated is not None:
-                self._closed = True
-                raise WatchTerminatedError(self._terminated, self.last_resource_version)
-            now = self._cache._clock()
-            if self._deadline is not None and now >= self._deadline:
-                self.close()
-                raise StopAsyncIteration
-            if self._next_bookmark is not None and now >= self._next_bookmark:
-                self._schedule_bookmark(now)
-                cache_rv = self._cache._rv
-                if cache_rv > self._sent_rv:
-                    return self._sent(self._bookmark(cache_rv, initial_end=False))
-                continue
-            await self._idle(now)
-
-    async def _idle(self, now: float) -> None:
-        wake_at = self._deadline
-        if self._next_bookmark is not None:
-            wake_at = self._next_bookmark if wake_at is None else min(wake_at, self._next_bookmark)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        self._waiter = future
-        handle = None
-        if wake_at is not None:
-            handle = loop.call_later(max(wake_at - now, 0.0), self._wake)
-        try:
-            await future
-        finally:
-            self._waiter = None
-            if handle is not None:
-                handle.cancel()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _sent(self, event: WatchEvent) -> WatchEvent:
-        rv = event.resource_version
-        self._sent_rv = max(self._sent_rv, rv)
-        self.last_resource_version = max(self.last_resource_version, rv)
-        return event
-
-    def _bookmark(self, rv: int, *, initial_end: bool) -> WatchEvent:
-        cache = self._cache
-        body = bookmark_object(cache.kind, cache.api_version, rv, initial_end=initial_end)
-        return WatchEvent(EventType.BOOKMARK, rv, body, None, initial_end)
-
-    def _next_initial(self) -> WatchEvent | None:
-        """The next ADDED of the initial state (read a chunk at a time, so a huge state
-        costs no memory up front), or at its end the end bookmark / None."""
-        chunk = self._initial_chunk
-        if not chunk:
-            snap = self._initial
-            if self._initial_done or snap is None:
-                return self._finish_initial()
-            scan = snap.scan(
-                self.key_prefix,
-                start_after=self._initial_after,
-                limit=_INITIAL_CHUNK,
-                selector=self._selector,
-            )
-            chunk.extend(scan)
-            if scan.next_key is None:
-                self._initial_done = True
-            else:
-                self._initial_after = scan.last_key
-            if not chunk:
-                return self._finish_initial()
-        item = chunk.popleft()
-        self._cache.stats.init_events += 1
-        # Initial objects carry their own (unordered) rvs; the resume point is the state's rv.
-        return WatchEvent(EventType.ADDED, item.mod_revision, item.value, item)
-
-    def _finish_initial(self) -> WatchEvent | None:
-        self._initial = None
-        self.last_resource_version = max(self.last_resource_version, self._initial_rv)
-        if self._end_bookmark:
-            self._end_bookmark = False
-            return self._bookmark(self._initial_rv, initial_end=True)
-        return None
-
-    def _convert(self, event: Event, previous: Item | None) -> WatchEvent | None:
-        return _convert_for(self, _Conversions(event, previous))
-
-    def _offer(self, event: Event, conversions: _Conversions) -> bool:
-        """Queue the event if it concerns this watcher; False when the buffer is full."""
-        if event.resource_version <= self._floor or self._closed:
-            return True
-        converted = _convert_for(self, conversions)
-        if converted is None:
-            return True
-        if len(self._queue) >= self._limit:
-            return False
-        self._queue.append(converted)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-        return True
-
-    def _overflowed(self, rv: int, reason: str) -> None:
-        """Terminate because the buffer filled at an event of ``rv``. This watcher's events
-        of ``rv`` already queued are dropped with it: one etcd transaction can change several
-        keys at one revision, and a client resumes from the last rv it received, so had it
-        received part of ``rv`` it would resume after the rest and never see it. (The buffer
-        of 2 full at the third key of one transaction: the client got two, resumed from
-        their rv, and the third was lost.) None of them has been delivered yet: the writer
-        applies one revision's events without yielding to the loop."""
-        queue = self._queue
-        while queue and queue[-1].resource_version == rv:
-            queue.pop()
-        self._terminate(reason)
-
-    def _terminate(self, reason: str) -> None:
-        if self._closed or self._terminated is not None:
-            return
-        self._terminated = reason
-        self._wake()
-
-
-def _convert_for(watcher: Watcher, conv: _Conversions) -> WatchEvent | None:
-    """How one event looks to one watcher (SEMANTICS.md §5.5): by prefix, then selector
-    on the new and the previous object."""
-    if not conv.key.startswith(watcher.key_prefix):
-        return None
-    selector = watcher._selector
-    if selector is None:
-        return conv.native()
-    new, old = conv.new, conv.old
-    new_passes = new is not None and selector.matches_item(new)
-    old_passes = old is not None and selector.matches_item(old)
-    if new_passes:
-        return conv.as_type(EventType.MODIFIED if old_passes else EventType.ADDED)
-    if old_passes:
-        return conv.as_type(EventType.DELETED)
-    return None

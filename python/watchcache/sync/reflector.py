@@ -1,7 +1,7 @@
 """List-then-watch from etcd into a WatchCache.
 
 The reflector is the cache's only writer. It lists the prefix at one revision (pages of
-10,000 keys pinned to the first page's revision: ETCD.md shows small pages are quadratic in
+10,000 keys pinned to the first page's revision: docs/etcd.md shows small pages are quadratic in
 etcd), replaces the cache with the result, then watches from that revision + 1 and applies
 every event. Each value is decoded once, into an Item with ``metadata.resourceVersion`` set
 to its mod revision and its labels and selector fields extracted.
@@ -29,12 +29,13 @@ import time
 from dataclasses import dataclass
 
 from watchcache._core import Item
-from watchcache.cache import EventOrderError, WatchCache
-from watchcache.etcd.client import CompactedError, EtcdClient, EtcdError, prefix_range_end
+from watchcache.cache.event import Event, EventType
+from watchcache.cache.objects import ObjectCodec, ObjectDecodeError
+from watchcache.cache.watch_cache import EventOrderError, WatchCache
+from watchcache.etcd.client import EtcdClient, EtcdError, prefix_range_end
 from watchcache.etcd.proto import kv_pb2
 from watchcache.etcd.watch import EtcdWatch
-from watchcache.event import Event, EventType
-from watchcache.objects import ObjectCodec, ObjectDecodeError
+from watchcache.wire.errors import CompactedError
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The ``watchcache`` command: serve, load, status, bench and demo."""

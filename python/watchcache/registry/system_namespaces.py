@@ -1,0 +1,33 @@
+"""The namespaces every cluster has (``default``, ``kube-system``, ``kube-public``),
+created at start as kube-apiserver's system-namespaces controller does."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+
+from watchcache.etcd.client import EtcdClient
+from watchcache.registry.admission import now_rfc3339
+from watchcache.registry.resources import ResourceSpec
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+def namespace_object(name: str) -> bytes:
+    """A namespace object as the apiserver would create it."""
+    obj = {
+        "kind": "Namespace",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339()},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+async def ensure_namespaces(client: EtcdClient, resources: Sequence[ResourceSpec]) -> None:
+    if not any(r.name == "namespaces" for r in resources):
+        return
+    for name in SYSTEM_NAMESPACES:
+        await client.create(f"/registry/namespaces/{name}".encode(), namespace_object(name))
