@@ -1,87 +1,97 @@
-"""WATCH conformance: docs/semantics.md §5 and §11 behaviours 23-30, against a WatchCache
-without a store (the etcd issue adds the store-dependent rows)."""
+"""WATCH conformance: docs/semantics.md §5 and §11 behaviours 23-30, one suite run on the
+backends that serve watches: ``[cache]`` (a WatchCache that is its own source of truth) and
+``[synced]`` (a SyncedCache over a real etcd). Rows that need etcd's current revision
+(§5.2's rows for an unset resourceVersion, the watch-list safeguard of §4.5) run on
+``synced`` only.
+
+The state most rows start from (``make_watched``): a/p1 (app=x) and a/p2 (app=y) written
+before the cache's first list, so the cache starts with them and no buffered event. Rows
+assert against the rvs the writes returned and the list's rv, never fixed numbers.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
-from kubeobjects import PREFIX, added, deleted, modified, pod, rv_of
+from conformance_backends import POD_FIELDS, Backend, SyncedBackend
+from kubeobjects import pod_value, rv_of
 
-from watchcache.cache.event import EventType
-from watchcache.cache.watch_cache import WatchCache
-from watchcache.cache.watcher import Watcher, WatchEvent
+from watchcache.cache.watcher import WATCH_LIST_UNSUPPORTED, WatchEvent
+from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.wire.errors import (
     ExpiredError,
+    InternalError,
     TooLargeResourceVersionError,
     TooManyRequestsError,
     WatchTerminatedError,
 )
-from watchcache.wire.options import WatchOptions
 
-ADDED, MODIFIED, DELETED, BOOKMARK = (
-    EventType.ADDED,
-    EventType.MODIFIED,
-    EventType.DELETED,
-    EventType.BOOKMARK,
+pytestmark = pytest.mark.backends(
+    "cache", "synced", why="every watch is served by a cache; etcd's own watch is not served (§6.6)"
 )
 
-
-def make_cache(**kwargs: object) -> WatchCache:
-    """Relisted at 9 with a/p1 and a/p2 (rv 5, 6)."""
-    cache = WatchCache(PREFIX, resource="pods", kind="Pod", **kwargs)  # type: ignore[arg-type]
-    cache.replace([pod("a", "p1", 5, {"app": "x"}), pod("a", "p2", 6, {"app": "y"})], 9)
-    return cache
-
-
-def watch(cache: WatchCache, prefix: str | None = None, **query: str) -> Watcher:
-    return cache.watch(WatchOptions.from_query(query), prefix=prefix)
-
-
-async def take(watcher: Watcher, n: int, timeout: float = 2.0) -> list[WatchEvent]:
-    out: list[WatchEvent] = []
-    async with asyncio.timeout(timeout):
-        while len(out) < n:
-            out.append(await anext(watcher))
-    return out
+WATCH_LIST = {
+    "sendInitialEvents": "true",
+    "resourceVersionMatch": "NotOlderThan",
+    "allowWatchBookmarks": "true",
+}
+#: A history of two events: older events go as soon as two more arrive.
+SMALL_HISTORY: dict[str, Any] = {
+    "history_lower_bound": 2,
+    "history_upper_bound": 2,
+    "window_seconds": 0.001,
+}
 
 
-async def nothing_more(watcher: Watcher, within: float = 0.05) -> bool:
-    try:
-        async with asyncio.timeout(within):
-            await anext(watcher)
-    except TimeoutError:
-        return True
-    return False
+@dataclass(frozen=True, slots=True)
+class Initial:
+    p1: int
+    p2: int
+    list_rv: int  # the cache's first list
+
+
+async def make_watched(backend: Backend, **cache_options: Any) -> Initial:
+    p1 = await backend.create("p1", labels={"app": "x"})
+    p2 = await backend.create("p2", labels={"app": "y"})
+    await backend.start(**cache_options)
+    return Initial(p1, p2, backend.list_rv)
 
 
 def summary(events: Sequence[WatchEvent]) -> list[tuple[str, str, int]]:
     out = []
-    for e in events:
-        name = json.loads(e.object)["metadata"].get("name", "")
-        out.append((str(e.type), name, e.resource_version))
+    for event in events:
+        name = json.loads(event.object)["metadata"].get("name", "")
+        out.append((str(event.type), name, event.resource_version))
     return out
 
 
-async def test_watch_from_rv_is_exclusive_and_replays_history() -> None:
-    cache = make_cache()
-    p3 = pod("a", "p3", 10)
-    cache.apply(added(p3))
-    cache.apply(added(pod("a", "p4", 11)))
-    w = await watch(cache, resourceVersion="10")
-    assert summary(await take(w, 1)) == [("ADDED", "p4", 11)]
-    cache.apply(modified(pod("a", "p3", 12), p3))
-    assert summary(await take(w, 1)) == [("MODIFIED", "p3", 12)]
+# ---------------------------------------------------------------------------------------------
+# Where a watch starts (§5.2, §5.4)
+
+
+async def test_watch_from_rv_is_exclusive_and_replays_history(backend: Backend) -> None:
+    await make_watched(backend)
+    p3 = await backend.create("p3")
+    p4 = await backend.create("p4")
+    w = await backend.watch(resourceVersion=str(p3))
+    assert summary(await w.take(1)) == [("ADDED", "p4", p4)]
+    changed = await backend.update("p3", labels={"v": "2"})
+    assert summary(await w.take(1)) == [("MODIFIED", "p3", changed)]
     await w.aclose()
 
 
-async def test_watch_too_old_is_410_with_oldest_servable() -> None:
-    cache = make_cache()
+async def test_watch_too_old_is_410_with_oldest_servable(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    too_old = initial.list_rv - 1
+    message = f"too old resource version: {too_old} ({initial.list_rv})"
     with pytest.raises(ExpiredError) as info:
-        await watch(cache, resourceVersion="8")
-    assert info.value.message == "too old resource version: 8 (9)"
+        await backend.watch(resourceVersion=str(too_old))
+    assert info.value.message == message
     assert json.loads(info.value.watch_event()) == {
         "type": "ERROR",
         "object": {
@@ -89,212 +99,269 @@ async def test_watch_too_old_is_410_with_oldest_servable() -> None:
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
-            "message": "too old resource version: 8 (9)",
+            "message": message,
             "reason": "Expired",
             "code": 410,
         },
     }
 
 
-async def test_watch_from_list_rv_is_accepted_right_after_relist() -> None:
-    cache = make_cache()
-    w = await watch(cache, resourceVersion="9")
-    assert await nothing_more(w)
-    cache.apply(added(pod("a", "p3", 10)))
-    assert summary(await take(w, 1)) == [("ADDED", "p3", 10)]
+async def test_watch_from_list_rv_is_accepted_right_after_relist(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(resourceVersion=str(initial.list_rv))
+    assert await w.nothing_more()
+    p3 = await backend.create("p3")
+    assert summary(await w.take(1)) == [("ADDED", "p3", p3)]
 
 
-async def test_watch_after_eviction_uses_first_buffered_event() -> None:
-    cache = make_cache(history_lower_bound=2, history_upper_bound=2, window_seconds=0.001)
-    for rv in (10, 11, 12):
-        cache.apply(added(pod("a", f"n{rv}", rv)))
-    assert cache.oldest_rv == 10
-    assert not cache.can_serve_watch(9)
-    assert cache.can_serve_watch(10)
-    with pytest.raises(ExpiredError, match=r"too old resource version: 9 \(10\)"):
-        await watch(cache, resourceVersion="9")
-    w = await watch(cache, resourceVersion="10")
-    assert summary(await take(w, 2)) == [("ADDED", "n11", 11), ("ADDED", "n12", 12)]
+async def test_watch_after_eviction_uses_first_buffered_event(backend: Backend) -> None:
+    await make_watched(backend, **SMALL_HISTORY)
+    await backend.create("n1")
+    n2 = await backend.create("n2")
+    n3 = await backend.create("n3")
+    # n1 was evicted: the oldest servable start is just below the first buffered event
+    oldest = n2 - 1
+    assert backend.cache.oldest_rv == oldest
+    assert not backend.cache.can_serve_watch(oldest - 1)
+    assert backend.cache.can_serve_watch(oldest)
+    with pytest.raises(ExpiredError) as info:
+        await backend.watch(resourceVersion=str(oldest - 1))
+    assert info.value.message == f"too old resource version: {oldest - 1} ({oldest})"
+    w = await backend.watch(resourceVersion=str(oldest))
+    assert summary(await w.take(2)) == [("ADDED", "n2", n2), ("ADDED", "n3", n3)]
 
 
-async def test_watch_from_future_rv_waits_silently_and_skips_up_to_it() -> None:
-    cache = make_cache()
-    w = await watch(cache, resourceVersion="11")
-    cache.apply(added(pod("a", "p10", 10)))
-    cache.apply(added(pod("a", "p11", 11)))
-    cache.apply(added(pod("a", "p12", 12)))
-    assert summary(await take(w, 1)) == [("ADDED", "p12", 12)]
+async def test_watch_from_future_rv_waits_silently_and_skips_up_to_it(backend: Backend) -> None:
+    await make_watched(backend)
+    start = backend.revision + 2  # the second of the writes below
+    w = await backend.watch(resourceVersion=str(start))
+    written = [await backend.create(name) for name in ("q1", "q2", "q3")]
+    assert written == [start - 1, start, start + 1]
+    assert summary(await w.take(1)) == [("ADDED", "q3", start + 1)]
 
 
-async def test_watch_without_rv_sends_state_then_live_events() -> None:
-    cache = make_cache()
-    w = await watch(cache)  # defaulted to watch-list: sendInitialEvents, NotOlderThan
-    first = await take(w, 2)
-    assert summary(first) == [("ADDED", "p1", 5), ("ADDED", "p2", 6)]
-    cache.apply(added(pod("a", "p0", 10)))
-    assert summary(await take(w, 1)) == [("ADDED", "p0", 10)]
+async def test_watch_without_rv_sends_state_then_live_events(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch()  # defaulted to watch-list: sendInitialEvents, NotOlderThan
+    assert summary(await w.take(2)) == [("ADDED", "p1", initial.p1), ("ADDED", "p2", initial.p2)]
+    p0 = await backend.create("p0")
+    assert summary(await w.take(1)) == [("ADDED", "p0", p0)]
 
 
-async def test_watch_list_ends_initial_events_with_annotated_bookmark() -> None:
-    cache = make_cache(bookmark_interval=0.1)
-    cache.advance(15)
-    w = await watch(
-        cache,
-        sendInitialEvents="true",
-        resourceVersionMatch="NotOlderThan",
-        allowWatchBookmarks="true",
-    )
-    events = await take(w, 3)
-    assert summary(events) == [("ADDED", "p1", 5), ("ADDED", "p2", 6), ("BOOKMARK", "", 15)]
-    end = json.loads(events[2].object)
-    assert end == {
+# ---------------------------------------------------------------------------------------------
+# Watch-list and bookmarks (§5.2, §5.6)
+
+
+async def test_watch_list_ends_initial_events_with_annotated_bookmark(backend: Backend) -> None:
+    initial = await make_watched(backend, bookmark_interval=0.1)
+    progressed = await backend.advance()
+    w = await backend.watch(**WATCH_LIST)
+    events = await w.take(3)
+    assert summary(events) == [
+        ("ADDED", "p1", initial.p1),
+        ("ADDED", "p2", initial.p2),
+        ("BOOKMARK", "", progressed),
+    ]
+    assert json.loads(events[2].object) == {
         "kind": "Pod",
         "apiVersion": "v1",
         "metadata": {
-            "resourceVersion": "15",
+            "resourceVersion": str(progressed),
             "annotations": {"k8s.io/initial-events-end": "true"},
         },
     }
-    cache.apply(added(pod("a", "p3", 16)))
-    assert summary(await take(w, 1)) == [("ADDED", "p3", 16)]
-    cache.advance(20)
-    later = await take(w, 1)
-    assert summary(later) == [("BOOKMARK", "", 20)]
+    p3 = await backend.create("p3")
+    assert summary(await w.take(1)) == [("ADDED", "p3", p3)]
+    later_progress = await backend.advance()
+    later = await w.take(1)
+    assert summary(later) == [("BOOKMARK", "", later_progress)]
     assert "annotations" not in json.loads(later[0].object)["metadata"]
 
 
-async def test_watch_list_at_rv_ahead_of_cache_times_out_with_504() -> None:
-    cache = make_cache(wait_timeout=0.05)
+async def test_watch_list_at_rv_ahead_of_cache_times_out_with_504(backend: Backend) -> None:
+    await make_watched(backend, wait_timeout=0.05)
+    future = backend.revision + 96
     with pytest.raises(TooLargeResourceVersionError) as info:
-        await watch(
-            cache,
-            resourceVersion="105",
-            sendInitialEvents="true",
-            resourceVersionMatch="NotOlderThan",
-            allowWatchBookmarks="true",
-        )
-    assert info.value.message == "Timeout: Too large resource version: 105, current: 9"
+        await backend.watch(resourceVersion=str(future), **WATCH_LIST)
+    assert info.value.message == (
+        f"Timeout: Too large resource version: {future}, current: {backend.revision}"
+    )
     assert info.value.retry_after_seconds == 1
 
 
-async def test_watch_list_at_rv_sends_current_state_not_history() -> None:
-    cache = make_cache()
-    p1 = pod("a", "p1", 5, {"app": "x"})
-    cache.apply(modified(pod("a", "p1", 10, {"app": "x"}), p1))
-    w = await watch(
-        cache, resourceVersion="6", sendInitialEvents="true", resourceVersionMatch="NotOlderThan"
+async def test_watch_list_at_rv_sends_current_state_not_history(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    changed = await backend.update("p1", labels={"app": "x"})
+    w = await backend.watch(
+        resourceVersion=str(initial.p2),
+        sendInitialEvents="true",
+        resourceVersionMatch="NotOlderThan",
     )
-    assert summary(await take(w, 2)) == [("ADDED", "p1", 10), ("ADDED", "p2", 6)]
+    assert summary(await w.take(2)) == [("ADDED", "p1", changed), ("ADDED", "p2", initial.p2)]
 
 
-async def test_bookmarks_only_when_allowed_and_only_after_progress() -> None:
-    cache = make_cache(bookmark_interval=0.05)
-    with_bookmarks = await watch(cache, resourceVersion="9", allowWatchBookmarks="true")
-    without = await watch(cache, resourceVersion="9")
+async def test_bookmarks_only_when_allowed_and_only_after_progress(backend: Backend) -> None:
+    initial = await make_watched(backend, bookmark_interval=0.05)
+    start = str(initial.list_rv)
+    with_bookmarks = await backend.watch(resourceVersion=start, allowWatchBookmarks="true")
+    without = await backend.watch(resourceVersion=start)
     # no progress past the start: no bookmark
-    assert await nothing_more(with_bookmarks, 0.15)
-    cache.advance(12)
-    assert summary(await take(with_bookmarks, 1)) == [("BOOKMARK", "", 12)]
-    assert await nothing_more(without, 0.15)
+    assert await with_bookmarks.nothing_more(0.15)
+    progressed = await backend.advance()
+    assert summary(await with_bookmarks.take(1)) == [("BOOKMARK", "", progressed)]
+    assert await without.nothing_more(0.15)
 
 
-async def test_bookmark_before_timeout_then_the_watch_ends() -> None:
-    cache = make_cache(bookmark_interval=60.0)
-    w = await watch(cache, resourceVersion="9", allowWatchBookmarks="true", timeoutSeconds="3")
-    cache.advance(12)
+async def test_bookmark_before_timeout_then_the_watch_ends(backend: Backend) -> None:
+    initial = await make_watched(backend, bookmark_interval=60.0)
+    w = await backend.watch(
+        resourceVersion=str(initial.list_rv), allowWatchBookmarks="true", timeoutSeconds="3"
+    )
+    progressed = await backend.advance()
     started = asyncio.get_running_loop().time()
-    events = await take(w, 1, timeout=5)
-    assert summary(events) == [("BOOKMARK", "", 12)]
+    events = await w.take(1, timeout=5)
+    assert summary(events) == [("BOOKMARK", "", progressed)]
     assert 0.5 < asyncio.get_running_loop().time() - started < 2.0  # about 3 s - 2 s
     with pytest.raises(StopAsyncIteration):
-        async with asyncio.timeout(5):
-            await anext(w)
+        await w.next(timeout=5)
 
 
-async def test_label_change_out_of_selector_is_deleted_with_new_rv() -> None:
-    cache = make_cache()
-    w = await watch(cache, resourceVersion="9", labelSelector="app=x")
-    old = pod("a", "p1", 5, {"app": "x"})
-    moved = pod("a", "p1", 10, {"app": "z"})
-    cache.apply(modified(moved, old))
-    back = pod("a", "p1", 11, {"app": "x"})
-    cache.apply(modified(back, moved))
-    cache.apply(modified(pod("a", "p2", 12, {"app": "y2"}), pod("a", "p2", 6, {"app": "y"})))
-    cache.apply(deleted(back, 13))
-    events = await take(w, 3)
-    assert summary(events) == [("DELETED", "p1", 10), ("ADDED", "p1", 11), ("DELETED", "p1", 13)]
-    gone = json.loads(events[0].object)
-    assert gone["metadata"]["labels"] == {"app": "x"}  # the pre-change object...
-    assert rv_of(events[0].object) == 10  # ...at the update's rv
+# ---------------------------------------------------------------------------------------------
+# Selectors, prefixes and delivery (§5.5)
 
 
-async def test_history_replay_applies_selector_transitions_too() -> None:
-    cache = make_cache()
-    old = pod("a", "p1", 5, {"app": "x"})
-    cache.apply(modified(pod("a", "p1", 10, {"app": "z"}), old))
-    w = await watch(cache, resourceVersion="9", labelSelector="app=x")
-    assert summary(await take(w, 1)) == [("DELETED", "p1", 10)]
+async def test_label_change_out_of_selector_is_deleted_with_new_rv(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(resourceVersion=str(initial.list_rv), labelSelector="app=x")
+    moved = await backend.relabel("p1", {"app": "z"})
+    back = await backend.relabel("p1", {"app": "x"})
+    await backend.relabel("p2", {"app": "y2"})
+    gone = await backend.delete("p1")
+    events = await w.take(3)
+    assert summary(events) == [
+        ("DELETED", "p1", moved),
+        ("ADDED", "p1", back),
+        ("DELETED", "p1", gone),
+    ]
+    before = json.loads(events[0].object)
+    assert before["metadata"]["labels"] == {"app": "x"}  # the pre-change object...
+    assert rv_of(events[0].object) == moved  # ...at the update's rv
 
 
-async def test_prefix_watch_sees_only_its_namespace() -> None:
-    cache = make_cache()
-    w = await watch(cache, prefix=f"{PREFIX}b", resourceVersion="9")
-    cache.apply(added(pod("a", "x", 10)))
-    cache.apply(added(pod("b", "y", 11)))
-    assert summary(await take(w, 1)) == [("ADDED", "y", 11)]
+async def test_history_replay_applies_selector_transitions_too(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    moved = await backend.relabel("p1", {"app": "z"})
+    w = await backend.watch(resourceVersion=str(initial.list_rv), labelSelector="app=x")
+    assert summary(await w.take(1)) == [("DELETED", "p1", moved)]
 
 
-async def test_slow_watcher_is_terminated_not_the_writer_blocked() -> None:
-    cache = make_cache(watch_buffer=3)
-    slow = await watch(cache, resourceVersion="9")
-    fast = await watch(cache, resourceVersion="9")
+async def test_prefix_watch_sees_only_its_namespace(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(within="b", resourceVersion=str(initial.list_rv))
+    await backend.create("x", "a")
+    y = await backend.create("y", "b")
+    assert summary(await w.take(1)) == [("ADDED", "y", y)]
+
+
+async def test_slow_watcher_is_terminated_not_the_writer_blocked(backend: Backend) -> None:
+    initial = await make_watched(backend, watch_buffer=3)
+    slow = await backend.watch(resourceVersion=str(initial.list_rv))
+    fast = await backend.watch(resourceVersion=str(initial.list_rv))
+    written: list[int] = []
     got: list[WatchEvent] = []
-    for rv in range(10, 15):
-        cache.apply(added(pod("a", f"n{rv}", rv)))
-        got += await take(fast, 1)
-    assert len(got) == 5
-    assert cache.watcher_count == 1
-    assert cache.stats.terminated_watchers == 1
+    for i in range(5):
+        written.append(await backend.create(f"n{i}"))
+        got += await fast.take(1)
+    assert [event.resource_version for event in got] == written
+    assert backend.cache.watcher_count == 1
+    assert backend.cache.stats.terminated_watchers == 1
     # what was queued is still delivered, then the error names where to resume
-    assert [e.resource_version for e in await take(slow, 3)] == [10, 11, 12]
+    assert [event.resource_version for event in await slow.take(3)] == written[:3]
     with pytest.raises(WatchTerminatedError) as info:
-        await anext(slow)
-    assert info.value.resource_version == 12
+        await slow.next()
+    assert info.value.resource_version == written[2]
     # resuming from there replays the rest from history
-    again = await watch(cache, resourceVersion=str(info.value.resource_version))
-    assert [e.resource_version for e in await take(again, 2)] == [13, 14]
+    again = await backend.watch(resourceVersion=str(info.value.resource_version))
+    assert [event.resource_version for event in await again.take(2)] == written[3:]
 
 
-async def test_relist_terminates_watchers() -> None:
-    cache = make_cache()
-    w = await watch(cache, resourceVersion="9")
-    cache.replace([], 50)
+async def test_relist_terminates_watchers(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(resourceVersion=str(initial.list_rv))
+    await backend.advance()  # so the relist is at a newer revision
+    await backend.relist()
+    assert backend.list_rv > initial.list_rv
     with pytest.raises(WatchTerminatedError):
-        await take(w, 1)
+        await w.take(1)
     with pytest.raises(ExpiredError):
-        await watch(cache, resourceVersion="9")
+        await backend.watch(resourceVersion=str(initial.list_rv))
 
 
-async def test_not_ready_watch_is_429() -> None:
-    cache = WatchCache(PREFIX)
+async def test_not_ready_watch_is_429(backend: Backend) -> None:
+    await backend.start(ready=False)
     with pytest.raises(TooManyRequestsError):
-        await watch(cache, resourceVersion="0")
+        await backend.watch(resourceVersion="0")
 
 
-async def test_async_with_unregisters() -> None:
-    cache = make_cache()
-    async with watch(cache, resourceVersion="9") as w:
-        assert cache.watcher_count == 1
-        cache.apply(added(pod("a", "p3", 10)))
-        assert summary(await take(w, 1)) == [("ADDED", "p3", 10)]
-    assert cache.watcher_count == 0
-    cache.apply(added(pod("a", "p4", 11)))  # nobody to dispatch to
+async def test_async_with_unregisters(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    async with await backend.watch(resourceVersion=str(initial.list_rv)) as w:
+        assert backend.cache.watcher_count == 1
+        p3 = await backend.create("p3")
+        assert summary(await w.take(1)) == [("ADDED", "p3", p3)]
+    assert backend.cache.watcher_count == 0
+    await backend.create("p4")  # nobody to dispatch to
 
 
-async def test_wire_form_of_events() -> None:
-    cache = make_cache()
-    w = await watch(cache, resourceVersion="9")
-    item = pod("a", "p3", 10)
-    cache.apply(added(item))
-    (event,) = await take(w, 1)
-    assert event.to_json() == b'{"type":"ADDED","object":' + item.value + b"}"
+async def test_wire_form_of_events(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(resourceVersion=str(initial.list_rv))
+    written = await backend.create("p3")
+    (event,) = await w.take(1)
+    # the stored JSON with metadata.resourceVersion set to the write's revision
+    stored = POD_FIELDS.decode(backend.key("p3"), pod_value("a", "p3"), written).value
+    assert rv_of(stored) == written
+    assert event.to_json() == b'{"type":"ADDED","object":' + stored + b"}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows that need etcd's current revision (§5.2 with resourceVersion unset, §4.5)
+
+
+@pytest.mark.backends("synced", why="only a cache with a store fetches etcd's revision to wait for")
+async def test_watch_list_without_rv_waits_for_etcds_current_revision(backend: Backend) -> None:
+    assert isinstance(backend, SyncedBackend)
+    initial = await make_watched(backend, bookmark_interval=60.0)
+    # the cache hears of a revision outside its prefix only through a progress notification
+    elsewhere = await backend.write_elsewhere()
+    assert backend.cache.resource_version < elsewhere
+    w = await backend.watch(**WATCH_LIST)
+    assert summary(await w.take(3)) == [
+        ("ADDED", "p1", initial.p1),
+        ("ADDED", "p2", initial.p2),
+        ("BOOKMARK", "", elsewhere),
+    ]
+
+
+@pytest.mark.backends("synced", why="only a cache with a store fetches etcd's revision to start at")
+async def test_watch_without_initial_events_or_rv_starts_at_etcds_current_revision(
+    backend: Backend,
+) -> None:
+    """sendInitialEvents=false with no rv: the first event delivered is above etcd's
+    revision when the watch started, whether or not the cache had applied it yet."""
+    assert isinstance(backend, SyncedBackend)
+    await make_watched(backend)
+    # in etcd before the watch starts; the cache applies it before or after, unwaited
+    await backend.client.put(backend.key("early").encode(), pod_value("a", "early"))
+    w = await backend.watch(sendInitialEvents="false", resourceVersionMatch="NotOlderThan")
+    late = await backend.create("late")
+    assert summary(await w.take(1)) == [("ADDED", "late", late)]
+
+
+@pytest.mark.backends("synced", why="the etcd version safeguard (§4) is about a cache's store")
+async def test_watch_list_without_trusted_progress_is_500(backend: Backend) -> None:
+    await make_watched(backend, mode=ConsistentReadsMode.OFF)
+    with pytest.raises(InternalError) as info:
+        await backend.watch(**WATCH_LIST)
+    assert info.value.code == 500
+    assert info.value.message == f"Internal error occurred: {WATCH_LIST_UNSUPPORTED}"
