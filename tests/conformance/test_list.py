@@ -151,6 +151,24 @@ async def test_selector_token_when_only_non_matching_items_follow(backend: Backe
     assert body(backend, rest)["items"] == []
 
 
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 7])
+async def test_unfiltered_walk_counts_what_remains_on_every_page(
+    backend: Backend, limit: int
+) -> None:
+    await backend.start()
+    last = await backend.create_many([f"p{i}" for i in range(5)])
+    pages = [await backend.list(limit=str(limit))]
+    while pages[-1].continue_token:
+        token = pages[-1].continue_token
+        pages.append(await backend.list(limit=str(limit), **{"continue": token}))
+    assert [backend.names(page.items) for page in pages] == [
+        [f"a/p{i}" for i in range(lo, min(lo + limit, 5))] for lo in range(0, 5, limit)
+    ]
+    remaining = [page.remaining_item_count for page in pages]
+    assert remaining == [5 - min(lo + limit, 5) or None for lo in range(0, 5, limit)]
+    assert {page.resource_version for page in pages} == {last}
+
+
 async def test_paginated_selector_walk_returns_every_match_once_at_one_rv(
     backend: Backend,
 ) -> None:
@@ -395,7 +413,7 @@ async def test_continuation_whose_revision_is_gone_gets_410_with_inconsistent_to
 
 @pytest.mark.backends("synced", why="no store: the cache answers 410 where Kubernetes delegates")
 async def test_reads_at_a_revision_no_snapshot_holds_are_served_by_etcd(backend: Backend) -> None:
-    """Rows A and C1a, ``exact(n)`` without a snapshot at or below n: delegated to etcd,
+    """Rows A, C2 and C1a, ``exact(n)`` without a snapshot at or below n: delegated to etcd,
     which still has the revision (not compacted), so the answer is as of n."""
     assert isinstance(backend, SyncedBackend)
     cluster = await make_cluster(backend, **SMALL_HISTORY)
@@ -404,13 +422,16 @@ async def test_reads_at_a_revision_no_snapshot_holds_are_served_by_etcd(backend:
     assert (exact.source, exact.row, exact.resource_version) == (Source.STORE, "A", cluster.p3)
     assert backend.names(exact.items) == ["a/p1", "a/p2", "a/p3"]
     assert exact.items[1].labels == {"app": "db"}  # before the relabel
+    legacy = await backend.list(resourceVersion=str(cluster.p3), limit="10")
+    assert (legacy.source, legacy.row, legacy.resource_version) == (Source.STORE, "C2", cluster.p3)
+    assert backend.names(legacy.items) == ["a/p1", "a/p2", "a/p3"]
     token = encode_continue(backend.key("p1") + "\x00", backend.prefix[:-1], cluster.b1)
     rest = await backend.list(limit="2", **{"continue": token})
     assert (rest.source, rest.row, rest.resource_version) == (Source.STORE, "C1a", cluster.b1)
     assert backend.names(rest.items) == ["a/p2", "a/p3"]
     assert rest.remaining_item_count == 1  # b/p1 still existed at b1
     assert parse_continue(rest.continue_token).start == expected_start(True, "a/p3")
-    assert backend.synced.store.lists == 2
+    assert backend.synced.store.lists == 3
 
 
 # ---------------------------------------------------------------------------------------------

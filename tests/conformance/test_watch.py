@@ -131,6 +131,31 @@ async def test_watch_after_eviction_uses_first_buffered_event(backend: Backend) 
     assert summary(await w.take(2)) == [("ADDED", "n2", n2), ("ADDED", "n3", n3)]
 
 
+async def test_one_transaction_reaches_watchers_as_one_revision(backend: Backend) -> None:
+    initial = await make_watched(backend)
+    w = await backend.watch(resourceVersion=str(initial.list_rv))
+    together = await backend.create_many(["t0", "t1", "t2"])
+    assert summary(await w.take(3)) == [("ADDED", f"t{i}", together) for i in range(3)]
+    # a watch from that revision has all of it already
+    after = await backend.watch(resourceVersion=str(together))
+    assert await after.nothing_more()
+
+
+async def test_eviction_inside_one_revision_makes_that_revision_the_oldest_start(
+    backend: Backend,
+) -> None:
+    """§5.4's refinement: a watch from just below a revision whose events were partly
+    evicted would miss them, so the oldest start is that revision itself."""
+    await make_watched(backend, **SMALL_HISTORY)
+    together = await backend.create_many(["t0", "t1", "t2"])  # the history keeps two of three
+    assert backend.cache.oldest_rv == together
+    with pytest.raises(ExpiredError) as info:
+        await backend.watch(resourceVersion=str(together - 1))
+    assert info.value.message == f"too old resource version: {together - 1} ({together})"
+    w = await backend.watch(resourceVersion=str(together))
+    assert await w.nothing_more()
+
+
 async def test_watch_from_future_rv_waits_silently_and_skips_up_to_it(backend: Backend) -> None:
     await make_watched(backend)
     start = backend.revision + 2  # the second of the writes below
