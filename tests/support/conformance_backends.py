@@ -28,7 +28,10 @@ so the tests of a module can share one etcd. The API, the same for all:
 * ``list(within, **query)`` / ``watch(within, **query)``: ``within`` is a path below the
   prefix (a namespace, ``"a"`` or ``"a/"``), the query is the request's parameters;
 * ``revision``: the newest revision the test made (a write, ``advance``, ``compact``) or the
-  one the backend started at; ``list_rv``: the revision of the cache's first list.
+  one the backend started at; ``list_rv``: the revision of the cache's first list;
+* ``relist()`` (cache, synced): the cache lists again; for ``synced`` also
+  ``write_elsewhere()`` (etcd's revision moves, the cache hears nothing) and
+  ``stop_following()`` (the reflector stops: the cache can no longer catch up).
 
 Every write, LIST and watch step ends with ``check()``: the WatchCache's
 ``check_invariants()`` (for ``synced``: ``synced.cache``); ``store`` has no cache.
