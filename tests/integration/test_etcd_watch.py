@@ -561,3 +561,27 @@ async def test_watch_resumes_when_the_only_member_restarts(
     assert [e.kv.mod_revision for e in before + after] == first + second
     assert watch.reconnects >= 1
     assert [e.prev_kv.value for e in after] == [b"before"] * 20
+
+
+async def test_close_while_the_create_request_is_written_ends_the_iteration(
+    client: EtcdClient,
+) -> None:
+    """grpc.aio's write never returns once its call is cancelled: a close() racing the
+    create (or a progress) request must still end the consumer's iteration."""
+    for attempt in range(60):
+        watch = EtcdWatch(client, b"/close-race/", start_revision=1)
+
+        async def consume(watch: EtcdWatch = watch) -> None:
+            async for _ in watch:
+                pass
+
+        consumer = asyncio.create_task(consume())
+        for _ in range(attempt % 7):
+            await asyncio.sleep(0)
+        if attempt % 3 == 0:
+            watch.request_progress()
+        await watch.close()
+        try:
+            await asyncio.wait_for(consumer, 5)
+        finally:
+            consumer.cancel()

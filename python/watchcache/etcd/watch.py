@@ -133,7 +133,29 @@ class EtcdWatch:
         async with lock:
             if call is self._call:
                 self._progress_queued = False
-            await call.write(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
+            await self._write(
+                call, rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest())
+            )
+
+    async def _write(self, call: _WatchCall, request: rpc_pb2.WatchRequest) -> None:
+        """Write ``request`` on ``call``, or give up when the watch is closed meanwhile.
+
+        grpc.aio's ``write`` never returns once the call has been cancelled under it (a
+        close() racing the create request), so the write is raced against the close and
+        abandoned (cancelled, never awaited) if the close wins: the iteration then ends
+        instead of hanging."""
+        write = asyncio.ensure_future(call.write(request))
+        closed = asyncio.ensure_future(self._closed_event.wait())
+        try:
+            await asyncio.wait({write, closed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+        if write.done():
+            write.result()
+            return
+        write.cancel()
+        write.add_done_callback(_ignore_write_failure)
+        raise WatchStreamLostError("the watch was closed while a request was being written")
 
     async def close(self) -> None:
         """End the iteration: a consumer waiting for the next batch sees the end of the
@@ -223,7 +245,7 @@ class EtcdWatch:
             fragment=True,
         )
         async with lock:
-            await call.write(rpc_pb2.WatchRequest(create_request=create))
+            await self._write(call, rpc_pb2.WatchRequest(create_request=create))
         created = False
         pending: list[kv_pb2.Event] = []
         while True:
