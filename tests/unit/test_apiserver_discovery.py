@@ -22,7 +22,8 @@ from watchcache.registry.resources import (
 _NS_VERBS = '["create","delete","deletecollection","get","list","patch","update","watch"]'
 
 # The configmaps entry is byte-identical to one recorded from a real kube-apiserver
-# (`kubectl -v=8` log of GET /api/v1); the others follow the same rules.
+# (`kubectl -v=8` log of GET /api/v1); the others follow the same rules. Subresources are
+# entries of their own, in path order, as Kubernetes lists them.
 API_V1 = (
     '{"kind":"APIResourceList","groupVersion":"v1","resources":['
     '{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap",'
@@ -30,9 +31,15 @@ API_V1 = (
     '{"name":"namespaces","singularName":"namespace","namespaced":false,"kind":"Namespace",'
     '"verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["ns"],'
     '"storageVersionHash":"Q3oi5N2YM8M="},'
+    '{"name":"namespaces/finalize","singularName":"","namespaced":false,"kind":"Namespace",'
+    '"verbs":["update"]},'
+    '{"name":"namespaces/status","singularName":"","namespaced":false,"kind":"Namespace",'
+    '"verbs":["get","patch","update"]},'
     '{"name":"pods","singularName":"pod","namespaced":true,"kind":"Pod",'
     f'"verbs":{_NS_VERBS},"shortNames":["po"],"categories":["all"],'
     '"storageVersionHash":"xPOwRZ+Yhw8="},'
+    '{"name":"pods/status","singularName":"","namespaced":true,"kind":"Pod",'
+    '"verbs":["get","patch","update"]},'
     '{"name":"secrets","singularName":"secret","namespaced":true,"kind":"Secret",'
     f'"verbs":{_NS_VERBS},"storageVersionHash":"S6u1pOWzb84="}}]}}'
 )
@@ -212,7 +219,8 @@ def test_the_python_client_deserializes_every_document() -> None:
     resources = client.V1APIResourceList.from_json(
         discovery.api_resource_list_json(DEFAULT_RESOURCES).decode()
     )
-    assert [r.short_names for r in resources.resources] == [["cm"], ["ns"], ["po"], None]
+    short_names = [r.short_names for r in resources.resources]
+    assert short_names == [["cm"], ["ns"], None, None, ["po"], None, None]
     versions = client.V1APIVersions.from_json(discovery.api_versions_json("").decode())
     assert versions.versions == ["v1"]
     groups = client.V1APIGroupList.from_json(discovery.api_group_list_json().decode())

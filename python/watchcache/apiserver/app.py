@@ -31,10 +31,13 @@ from starlette.routing import Route
 
 from watchcache import metrics
 from watchcache.apiserver import discovery, tables
+from watchcache.controllers.garbage_collector import GarbageCollector
+from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
+from watchcache.registry import admission
 from watchcache.registry.admission import MAX_BODY_BYTES
-from watchcache.registry.object_store import ObjectStore
+from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
@@ -62,7 +65,9 @@ DEFAULT_MAX_LIMIT = 10_000
 
 
 class ApiServer:
-    """Serves ``resources`` from watch caches synced with the etcd behind ``client``."""
+    """Serves ``resources`` from watch caches synced with the etcd behind ``client``, and
+    runs the controllers a cluster needs: the namespace controller (when namespaces are
+    served) and, unless ``garbage_collection`` is off, the garbage collector."""
 
     def __init__(
         self,
@@ -72,16 +77,19 @@ class ApiServer:
         max_limit: int = DEFAULT_MAX_LIMIT,
         consistent_reads: ConsistentReadsMode = ConsistentReadsMode.AUTO,
         min_request_timeout: int = MIN_REQUEST_TIMEOUT_SECONDS,
+        garbage_collection: bool = True,
         **cache_options: Any,
     ) -> None:
         self.client = client
         self.resources = {spec.name: spec for spec in resources}
+        self.garbage_collection = garbage_collection
+        self._controllers: list[asyncio.Task[None]] = []
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
         self.support = ProgressRequestSupport()
         self.caches: dict[str, SyncedCache] = {}
         self.stores: dict[str, ObjectStore] = {}
-        namespace_exists = self._namespace_exists if "namespaces" in self.resources else None
+        namespace_phase = self._namespace_phase if "namespaces" in self.resources else None
         for spec in resources:
             self.caches[spec.name] = SyncedCache(
                 client,
@@ -95,14 +103,35 @@ class ApiServer:
                 support=self.support,
                 **cache_options,
             )
-            self.stores[spec.name] = ObjectStore(client, spec, namespace_exists=namespace_exists)
+            self.stores[spec.name] = ObjectStore(
+                client,
+                spec,
+                cache=self.caches[spec.name].cache,
+                namespace_phase=namespace_phase,
+                garbage_collection=garbage_collection,
+            )
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self, *, timeout: float | None = 120.0) -> None:
+        """Start the caches (waiting at most ``timeout`` for their first list), then the
+        controllers."""
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
+        caches = {name: synced.cache for name, synced in self.caches.items()}
+        loops = []
+        if "namespaces" in self.resources:
+            loops.append(NamespaceController(self.resources, caches, self.stores).run())
+        if self.garbage_collection:
+            loops.append(GarbageCollector(self.resources, caches, self.stores).run())
+        self._controllers = [asyncio.create_task(loop, name="controller") for loop in loops]
 
     async def stop(self) -> None:
+        for task in self._controllers:
+            task.cancel()
+        for task in self._controllers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._controllers = []
         await asyncio.gather(*(c.stop() for c in self.caches.values()))
 
     @property
@@ -130,8 +159,22 @@ class ApiServer:
             Route("/readyz", self._readyz),
             Route("/metrics", self._metrics),
             Route("/openapi/v2", self._openapi_v2),
+            Route(
+                "/api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}",
+                self._item,
+                methods=_SUBRESOURCE,
+            ),
             Route("/api/v1/namespaces/{namespace}/{resource}/{name}", self._item, methods=_ITEM),
-            Route("/api/v1/namespaces/{namespace}/{resource}", self._collection, methods=_COLL),
+            Route(
+                "/api/v1/namespaces/{namespace}/{resource}",
+                self._collection_or_namespace_subresource,
+                methods=[*_COLL, *_SUBRESOURCE],
+            ),
+            Route(
+                "/api/v1/{resource}/{name}/{subresource}",
+                self._cluster_item,
+                methods=_SUBRESOURCE,
+            ),
             Route("/api/v1/{resource}/{name}", self._cluster_item, methods=_ITEM),
             Route("/api/v1/{resource}", self._cluster_collection, methods=_COLL),
         ]
@@ -192,8 +235,17 @@ class ApiServer:
             raise NotFoundError("the server could not find the requested resource")
         return spec
 
-    async def _collection(self, request: Request) -> Response:
-        return await _guard(self._serve_collection(request, request.path_params["namespace"]))
+    async def _collection_or_namespace_subresource(self, request: Request) -> Response:
+        # /api/v1/namespaces/x/status is namespace x's status, not a resource "status".
+        params = request.path_params
+        resource = params["resource"]
+        if resource not in self.resources and resource in _NAMESPACE_SUBRESOURCES:
+            params.update(resource="namespaces", name=params.pop("namespace"))
+            params["subresource"] = resource
+            return await _guard(self._serve_item(request, None))
+        if request.method not in _COLL:
+            return _status_response(MethodNotAllowedError())
+        return await _guard(self._serve_collection(request, params["namespace"]))
 
     async def _cluster_collection(self, request: Request) -> Response:
         return await _guard(self._serve_collection(request, None))
@@ -212,9 +264,22 @@ class ApiServer:
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
             created = await self.stores[spec.name].create(
-                namespace or "", body, dry_run=create.dry_run
+                namespace or "", admission.parse_body(body), dry_run=create.dry_run
             )
             return _json(created, status=201)
+        if request.method == "DELETE":
+            if "deletecollection" not in spec.verbs:
+                raise MethodNotAllowedError()
+            body = await _read_body(request)
+            query = _query(request)
+            selection = parse_query(query, watch_list=False)
+            if isinstance(selection, WatchOptions):
+                raise BadRequestError("a watch cannot delete a collection")
+            _check_fields(spec, selection.field_requirements)
+            deleted = await self.stores[spec.name].delete_collection(
+                namespace or "", selection, _delete_options(body, query)
+            )
+            return _json(deleted)
         opts = parse_query(_query(request))
         if isinstance(opts, WatchOptions):
             return await self._watch(request, spec, namespace or "", opts)
@@ -226,6 +291,14 @@ class ApiServer:
             # /api/v1/configmaps/x is not a route Kubernetes has.
             raise NotFoundError("the server could not find the requested resource")
         name = request.path_params["name"]
+        subresource = request.path_params.get("subresource")
+        part = Subresource.MAIN
+        if subresource is not None:
+            if subresource not in spec.subresources:
+                raise NotFoundError("the server could not find the requested resource")
+            part = Subresource(subresource)
+            if _VERBS[request.method] not in spec.subresource_verbs(subresource):
+                raise MethodNotAllowedError()
         store = self.stores[spec.name]
         ns = namespace or ""
         method = request.method
@@ -235,13 +308,21 @@ class ApiServer:
         query = _query(request)
         if method == "PUT":
             update = UpdateOptions.from_query(query)
-            return _json(await store.update(ns, name, body, dry_run=update.dry_run))
+            obj = admission.parse_body(body)
+            return _json(
+                await store.update(ns, name, obj, dry_run=update.dry_run, subresource=part)
+            )
         if method == "PATCH":
             patch = PatchOptions.from_query(query)
             content_type = request.headers.get("content-type", "")
-            return _json(await store.patch(ns, name, content_type, body, dry_run=patch.dry_run))
+            return _json(
+                await store.patch(
+                    ns, name, content_type, body, dry_run=patch.dry_run, subresource=part
+                )
+            )
         if method == "DELETE":
-            return _json(await store.delete(ns, name, _delete_options(body, query)))
+            answer = await store.delete(ns, name, _delete_options(body, query))
+            return _json(answer.body, status=answer.code)
         raise MethodNotAllowedError()
 
     # -- reads ------------------------------------------------------------------------------
@@ -337,17 +418,24 @@ class ApiServer:
         media = JSON if table is None else f"application/json;as=Table;v={table[0]};g=meta.k8s.io"
         return StreamingResponse(lines(), media_type=media, headers={"Cache-Control": "no-cache"})
 
-    async def _namespace_exists(self, namespace: str) -> bool:
+    async def _namespace_phase(self, namespace: str) -> NamespacePhase | None:
+        """The namespace's phase as the cache has it (None: no such namespace)."""
         cache = self.caches["namespaces"].cache
         try:
-            await cache.get(self.resources["namespaces"].key("", namespace), "")
+            item = await cache.get(self.resources["namespaces"].key("", namespace), "")
         except NotFoundError:
-            return False
-        return True
+            return None
+        obj = json.loads(item.value)
+        terminating = (obj.get("status") or {}).get("phase") == NamespacePhase.TERMINATING
+        return NamespacePhase.TERMINATING if terminating else NamespacePhase.ACTIVE
 
 
 _ITEM = ["GET", "PUT", "PATCH", "DELETE"]
-_COLL = ["GET", "POST"]
+_COLL = ["GET", "POST", "DELETE"]
+_SUBRESOURCE = ["GET", "PUT", "PATCH"]
+_VERBS = {"GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "POST": "create"}
+#: Subresources of a namespace, whose paths look like a namespaced collection's.
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 
 
 async def _read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:

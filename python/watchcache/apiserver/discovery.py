@@ -134,8 +134,24 @@ def api_resource_list(
         # Named groups' lists carry apiVersion; the legacy core group's does not.
         body["apiVersion"] = "v1"
     body["groupVersion"] = group_version
-    body["resources"] = [api_resource(spec) for spec in served]
+    body["resources"] = [entry for spec in served for entry in _entries(spec)]
     return body
+
+
+def _entries(spec: ResourceSpec) -> list[dict[str, Any]]:
+    """The resource's entry, then one per subresource (``pods/status``)."""
+    entries = [api_resource(spec)]
+    for subresource in sorted(spec.subresources):
+        entries.append(
+            {
+                "name": f"{spec.name}/{subresource}",
+                "singularName": "",
+                "namespaced": spec.namespaced,
+                "kind": spec.kind,
+                "verbs": list(spec.subresource_verbs(subresource)),
+            }
+        )
+    return entries
 
 
 def version_info_json(git_version: str = GIT_VERSION) -> bytes:

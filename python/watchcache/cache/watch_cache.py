@@ -378,8 +378,8 @@ class WatchCache:
     def apply(self, event: Event) -> None:
         """Apply one change (see the module note for the checks; EventOrderError changes
         nothing). O(log n + watchers). The hot path of the cache: kept to plain local
-        operations, about 2 µs of Python around the native put (``python bench/apply_cost.py``
-separates the two)."""
+        operations, about 2 µs of Python around the native put
+        (``python bench/apply_cost.py`` separates the two)."""
         rv = event.resource_version
         if (rv <= self._rv or not self._ready) and not self._continues_revision(rv):
             raise self._order_error(event, "is not above the cache's resourceVersion")

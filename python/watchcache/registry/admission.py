@@ -174,16 +174,6 @@ def _validate(spec: ResourceSpec, obj: dict[str, Any], metadata: dict[str, Any])
         or not all(isinstance(v, str) for v in annotations.values())
     ):
         causes.append(_invalid("metadata.annotations", "", "must be a map of strings"))
-    if spec.kind == "Pod":
-        containers = (obj.get("spec") or {}).get("containers")
-        if not isinstance(containers, list) or not containers:
-            causes.append(_required("spec.containers", "a pod needs at least one container"))
-        else:
-            for i, container in enumerate(containers):
-                if not isinstance(container, dict) or not container.get("name"):
-                    causes.append(
-                        _required(f"spec.containers[{i}].name", "every container needs a name")
-                    )
     if causes:
         raise InvalidError.for_fields(spec.kind, spec.group, str(name or ""), causes)
 
@@ -211,31 +201,43 @@ def _invalid(field: str, value: str, message: str) -> StatusCause:
     )
 
 
-def prepare_create(metadata: dict[str, Any], obj: dict[str, Any], spec: ResourceSpec) -> None:
-    """Server-owned fields of a new object."""
+def prepare_create(metadata: dict[str, Any]) -> None:
+    """Server-owned fields of a new object: whatever the body says about them is wiped
+    (rest.WipeObjectMetaSystemFields), then uid and creationTimestamp are set."""
+    for field in _SYSTEM_FIELDS:
+        metadata.pop(field, None)
     metadata["uid"] = str(uuid.uuid4())
     metadata["creationTimestamp"] = now_rfc3339()
-    _drop_volatile(metadata)
-    # The phase a new object starts in, as Kubernetes' strategies set it.
-    initial_phase = {"namespaces": "Active", "pods": "Pending"}.get(spec.name)
-    if initial_phase is not None:
-        status = obj.setdefault("status", {})
-        if isinstance(status, dict):
-            status.setdefault("phase", initial_phase)
 
 
 def prepare_update(metadata: dict[str, Any], stored: dict[str, Any]) -> None:
-    """Carry the server-owned fields of the stored object over to its replacement."""
-    stored_meta = stored.get("metadata") or {}
-    for field in ("uid", "creationTimestamp"):
-        if field in stored_meta:
-            metadata[field] = stored_meta[field]
-    _drop_volatile(metadata)
-
-
-def _drop_volatile(metadata: dict[str, Any]) -> None:
+    """Carry the server-owned fields of the stored object over to its replacement
+    (rest.BeforeUpdate): uid, creationTimestamp, the deletion fields once set, and the
+    generation (the kind's strategy bumps it). Whether the body tried to change them is
+    checked before (the object store's ``_server_owned_field_causes``)."""
+    old = stored.get("metadata") or {}
+    for field in ("uid", "creationTimestamp", "generation"):
+        if field in old:
+            metadata[field] = old[field]
+        else:
+            metadata.pop(field, None)
+    if old.get("deletionTimestamp"):
+        metadata["deletionTimestamp"] = old["deletionTimestamp"]
+    if "deletionGracePeriodSeconds" in old and metadata.get("deletionGracePeriodSeconds") is None:
+        metadata["deletionGracePeriodSeconds"] = old["deletionGracePeriodSeconds"]
     metadata.pop("resourceVersion", None)
     metadata.pop("selfLink", None)
+
+
+#: What a client cannot set on create.
+_SYSTEM_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "resourceVersion",
+)
 
 
 def encode(obj: dict[str, Any]) -> bytes:

@@ -1,63 +1,161 @@
-"""Writes go to etcd as compare-and-swap transactions; reads of the result come back
-through the watch into the cache.
+"""Writes of one resource, with Kubernetes' object lifecycle, as compare-and-swap
+transactions in etcd; the results come back to readers through the watch into the cache.
 
-- create: put only if the key does not exist (409 AlreadyExists otherwise);
-- update (PUT): put only if the key's mod revision is the one the body names in
-  ``metadata.resourceVersion`` (409 Conflict otherwise), or — with no resourceVersion —
-  the one just read (an unconditional update, retried if someone wrote in between);
-- patch: read, apply, write back at the read revision; retried on a concurrent write
-  unless the patch itself names a resourceVersion (then a conflict is the client's);
-- delete: delete only at the revision read (and matching ``preconditions``), retried.
+Design note
+-----------
+The shape is Kubernetes' generic registry store (``registry/generic/registry/store.go``):
 
-The answer to a write is the object as stored, stamped with the revision of the write, so a
-client sees the same JSON the cache will serve.
+* **create**: admission checks, the kind's defaults (:mod:`~watchcache.registry.strategy`),
+  then a put only if the key does not exist (409 AlreadyExists). Refused in a namespace
+  that does not exist (404) or is terminating (403, as the NamespaceLifecycle admission).
+* **update, patch, status, finalize** all go through :meth:`ObjectStore._guaranteed_update`:
+  read the stored object and its mod revision, compute the new object from it, write it
+  only if the key is still at that revision. A body that names a resourceVersion other than
+  the stored one is a 409; without one (an unconditional update, or a patch without a
+  resourceVersion) someone else's write in between means read again and retry. An update
+  keeps the server-owned metadata (uid, creationTimestamp, deletionTimestamp, generation)
+  and refuses to change them; once deletion has started no new finalizer may be added; and
+  an update that leaves an object being deleted with no finalizers deletes it.
+* **delete** (:meth:`ObjectStore.delete`): preconditions (uid, resourceVersion); then, as
+  ``Store.Delete``: the garbage-collection finalizers the propagation policy asks for
+  (``orphan``, ``foregroundDeletion``) are set; an object with finalizers, or a pod
+  deleted gracefully, is *marked* (``deletionTimestamp``, ``deletionGracePeriodSeconds``,
+  generation bumped) and stays until the last finalizer goes; anything else is deleted at
+  the revision read. DELETE answers with the object (marked, or — for pods and namespaces —
+  the deleted object) or with a Success Status (configmaps, secrets); 202 when the client
+  asked ``orphanDependents: false`` and the object was not deleted yet.
+* **namespaces** (:meth:`ObjectStore.delete` on the namespaces resource): the first DELETE
+  sets ``deletionTimestamp`` and ``status.phase: Terminating`` and keeps the namespace
+  while ``spec.finalizers`` holds ``kubernetes``; the namespace controller empties it,
+  removes that finalizer through ``/finalize``, and deletes it again.
 
 Dry run (``dryRun=All``), as Kubernetes' ``DryRunnableStorage`` does it: every read, check
-and defaulting step runs, the transaction is not sent. A create answers the object without
-a resourceVersion (nothing was stored), after checking that the name is free; an update or
-patch answers the result at the revision it was read at; a delete checks the preconditions.
+and defaulting step runs, no transaction is sent. A create answers the object without a
+resourceVersion (nothing was stored); an update, patch or marking delete answers the result
+at the revision it was read at; an immediate delete answers as the real one would.
+
+The answer to a write is the object as stored, stamped with the revision of the write, so a
+client sees the same JSON the cache will serve. Each method is a coroutine on the event
+loop; a store is shared by all requests of its resource.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import copy
+import enum
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
 
-from watchcache.etcd.client import EtcdClient, prefix_range_end
+from watchcache._core import Item
+from watchcache.cache.backing_store import ListResult
+from watchcache.cache.watch_cache import WatchCache
+from watchcache.etcd.client import EtcdClient
 from watchcache.registry import admission
 from watchcache.registry.patch import apply_patch
-from watchcache.registry.resources import KNOWN_RESOURCES, ResourceSpec
+from watchcache.registry.resources import ResourceSpec
+from watchcache.registry.strategy import (
+    NAMESPACE_FINALIZER,
+    NamespaceStrategy,
+    strategy_for,
+)
 from watchcache.wire import gojson
 from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
     ConflictError,
+    ForbiddenError,
     InternalError,
+    InvalidError,
+    MethodNotAllowedError,
     NotFoundError,
+    StatusCause,
     StatusDetails,
 )
 from watchcache.wire.gostrconv import parse_uint64
-from watchcache.wire.write_options import DeleteOptions
+from watchcache.wire.options import ListOptions, ResourceVersionMatch
+from watchcache.wire.write_options import DeleteOptions, PropagationPolicy
 
-#: Kubernetes' GuaranteedUpdate retries a patch on conflict; so does this.
-MAX_ATTEMPTS = 5
+#: Kubernetes' GuaranteedUpdate retries on conflict; so does this, this many times.
+MAX_ATTEMPTS: Final = 5
+#: The garbage collector's finalizers (``metav1.FinalizerOrphanDependents`` and
+#: ``FinalizerDeleteDependents``).
+ORPHAN_FINALIZER: Final = "orphan"
+FOREGROUND_FINALIZER: Final = "foregroundDeletion"
+#: deletecollection reads this many objects a page (Kubernetes' deleteCollectionPageSize)
+#: and deletes this many at a time.
+_COLLECTION_PAGE: Final = 10_000
+_COLLECTION_WORKERS: Final = 8
+#: Kubernetes' ``OptimisticLockErrorMsg``.
+OPTIMISTIC_LOCK_MESSAGE: Final = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+class Subresource(enum.StrEnum):
+    """Which part of an object a write may change."""
+
+    MAIN = ""  #: everything but status (for kinds that have one)
+    STATUS = "status"  #: status only
+    FINALIZE = "finalize"  #: a namespace's ``spec.finalizers`` only
+
+
+class NamespacePhase(enum.StrEnum):
+    ACTIVE = "Active"
+    TERMINATING = "Terminating"
+
+
+#: The phase of a namespace by name (None: no such namespace).
+NamespaceLookup = Callable[[str], Awaitable[NamespacePhase | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteAnswer:
+    """An HTTP answer to a write: the body and its status code."""
+
+    body: bytes
+    code: int = 200
+
+
+class _Delete:
+    """What a try-update returns to delete the object instead (an update that removed
+    the last finalizer of an object being deleted)."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
 
 
 class ObjectStore:
-    """Writes of one resource. ``namespace_exists`` (when namespaces are served) makes a
-    create in a missing namespace a 404, as Kubernetes' admission does."""
+    """Writes of one resource over ``client``.
+
+    ``namespace_phase`` (when namespaces are served) refuses creates in a missing (404) or
+    terminating (403) namespace. ``garbage_collection``: DELETE sets the garbage
+    collector's finalizers as the propagation policy asks (off: they are left alone, as
+    a kube-apiserver whose garbage collector is disabled does). ``cache``: the resource's
+    watch cache, which deletecollection lists from.
+    """
 
     def __init__(
         self,
         client: EtcdClient,
         spec: ResourceSpec,
         *,
-        namespace_exists: Callable[[str], Awaitable[bool]] | None = None,
+        cache: WatchCache | None = None,
+        namespace_phase: NamespaceLookup | None = None,
+        garbage_collection: bool = True,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.client = client
+        self.cache = cache
         self.spec = spec
+        self.strategy = strategy_for(spec)
         self.codec = spec.codec()
-        self._namespace_exists = namespace_exists
+        self.garbage_collection = garbage_collection
+        self._namespace_phase = namespace_phase
+        self._clock = clock
 
     # -- reads of the source of truth -------------------------------------------------------
 
@@ -70,24 +168,27 @@ class ObjectStore:
             obj = gojson.loads(kv.value)
         except ValueError as error:
             raise InternalError(f"stored object {kv.key!r} is not JSON: {error}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+            raise InternalError(f"stored object {kv.key!r} is not a Kubernetes object")
         return obj, int(kv.mod_revision)
 
     def _answer(self, namespace: str, name: str, obj: dict[str, Any], revision: int) -> bytes:
         return self.codec.item(self.spec.key(namespace, name), obj, revision).value
 
-    # -- writes -----------------------------------------------------------------------------
+    # -- create -----------------------------------------------------------------------------
 
-    async def create(self, namespace: str, body: bytes, *, dry_run: bool = False) -> bytes:
-        """The created object (201). ``dry_run``: every check runs, including whether the
-        name is taken, but nothing is written and the answer has no resourceVersion."""
+    async def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> bytes:
+        """Store a new object (answered with 201). ``dry_run``: every check runs, including
+        whether the name is taken, nothing is written and the answer has no
+        resourceVersion."""
         spec = self.spec
-        obj = admission.parse_body(body)
         metadata = admission.check_object(spec, obj, namespace=namespace, name=None)
         name = metadata["name"]
-        exists = self._namespace_exists
-        if spec.namespaced and exists is not None and not await exists(namespace):
-            raise NotFoundError.for_object("namespaces", namespace)
-        admission.prepare_create(metadata, obj, spec)
+        if spec.namespaced:
+            await self._check_namespace_accepts(namespace, name)
+        admission.prepare_create(metadata)
+        self.strategy.prepare_for_create(obj)
+        self.strategy.validate(obj)
         key = spec.key(namespace, name).encode()
         if dry_run:
             if await self.client.get(key) is not None:
@@ -95,127 +196,551 @@ class ObjectStore:
             return admission.encode(obj)
         result = await self.client.create(key, admission.encode(obj))
         if not result.succeeded:
-            raise AlreadyExistsError.for_object(spec.name, name, spec.group)
+            error = AlreadyExistsError.for_object(spec.name, name, spec.group)
+            current = result.current
+            if current is not None and _being_deleted(current.value):
+                error.message = f"object is being deleted: {error.message}"
+            raise error
         return self._answer(namespace, name, obj, result.revision)
 
-    async def update(
-        self, namespace: str, name: str, body: bytes, *, dry_run: bool = False
-    ) -> bytes:
-        spec = self.spec
-        obj = admission.parse_body(body)
-        metadata = admission.check_object(spec, obj, namespace=namespace, name=name)
-        precondition = _resource_version(metadata)
-        for _ in range(MAX_ATTEMPTS):
-            stored, revision = await self.read(namespace, name)
-            if precondition and precondition != revision:
-                raise self._conflict(name)
-            answer = await self._replace(namespace, name, obj, stored, revision, dry_run=dry_run)
-            if answer is not None:
-                return answer
-        raise self._conflict(name)
-
-    async def patch(
-        self, namespace: str, name: str, content_type: str, body: bytes, *, dry_run: bool = False
-    ) -> bytes:
-        spec = self.spec
-        if len(body) > admission.MAX_BODY_BYTES:
-            admission.parse_body(body)  # raises the 413
-        for _ in range(MAX_ATTEMPTS):
-            stored, revision = await self.read(namespace, name)
-            # Patches see the resourceVersion a client would (apply_patch copies, never
-            # mutates, so a shallow copy with fresh metadata is enough).
-            meta = {**(stored.get("metadata") or {}), "resourceVersion": str(revision)}
-            patched = apply_patch(content_type, {**stored, "metadata": meta}, body, spec.kind)
-            if not isinstance(patched, dict):
-                raise BadRequestError("the patched object is not a JSON object")
-            admission.check_depth(patched)
-            metadata = admission.check_object(spec, patched, namespace=namespace, name=name)
-            precondition = _resource_version(metadata)
-            if precondition and precondition != revision:
-                raise self._conflict(name)
-            answer = await self._replace(
-                namespace, name, patched, stored, revision, dry_run=dry_run
+    async def _check_namespace_accepts(self, namespace: str, name: str) -> None:
+        lookup = self._namespace_phase
+        if lookup is None:
+            return
+        phase = await lookup(namespace)
+        if phase is None:
+            raise NotFoundError.for_object("namespaces", namespace)
+        if phase is NamespacePhase.TERMINATING:
+            raise ForbiddenError.for_object(
+                self.spec.name,
+                name,
+                self.spec.group,
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                causes=(
+                    StatusCause(
+                        "NamespaceTerminating",
+                        f"namespace {namespace} is being terminated",
+                        "metadata.namespace",
+                    ),
+                ),
             )
-            if answer is not None:
-                return answer
-        raise self._conflict(name)
 
-    async def _replace(
+    # -- update, patch, status, finalize ----------------------------------------------------
+
+    async def update(
         self,
         namespace: str,
         name: str,
         obj: dict[str, Any],
-        stored: dict[str, Any],
-        revision: int,
+        *,
+        dry_run: bool = False,
+        subresource: Subresource = Subresource.MAIN,
+    ) -> bytes:
+        """Replace the object (PUT) or its ``subresource``. Raises 404, 409, 422."""
+        self._check_subresource(subresource)
+        metadata = admission.check_object(self.spec, obj, namespace=namespace, name=name)
+        precondition = _resource_version(metadata)
+
+        def replace(stored: dict[str, Any], _revision: int) -> dict[str, Any] | _Delete:
+            return self._prepare_update(copy.deepcopy(obj), stored, subresource)
+
+        return await self._guaranteed_update(
+            namespace, name, replace, dry_run=dry_run, precondition=precondition
+        )
+
+    async def patch(
+        self,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: bytes,
+        *,
+        dry_run: bool = False,
+        subresource: Subresource = Subresource.MAIN,
+    ) -> bytes:
+        """Apply a PATCH body to the stored object (or its ``subresource``)."""
+        self._check_subresource(subresource)
+        if len(body) > admission.MAX_BODY_BYTES:
+            admission.parse_body(body)  # raises the 413
+        spec = self.spec
+
+        def patched(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
+            # Patches see the resourceVersion a client would.
+            meta = {**stored["metadata"], "resourceVersion": str(revision)}
+            result = apply_patch(content_type, {**stored, "metadata": meta}, body, spec.kind)
+            if not isinstance(result, dict):
+                raise BadRequestError("the patched object is not a JSON object")
+            admission.check_depth(result)
+            metadata = admission.check_object(spec, result, namespace=namespace, name=name)
+            wanted = _resource_version(metadata)
+            if wanted and wanted != revision:
+                raise self._conflict(name)
+            return self._prepare_update(result, stored, subresource)
+
+        return await self._guaranteed_update(namespace, name, patched, dry_run=dry_run)
+
+    async def mutate(
+        self,
+        namespace: str,
+        name: str,
+        change: Callable[[dict[str, Any]], None],
+        *,
+        subresource: Subresource = Subresource.MAIN,
+    ) -> bytes:
+        """Read-modify-write for the server's own controllers: ``change`` edits a copy of
+        the stored object in place, and the result goes through the same rules as a
+        client's update (so removing the last finalizer of an object being deleted deletes
+        it). Retried when someone wrote in between; raises 404 when the object is gone."""
+        self._check_subresource(subresource)
+
+        def changed(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
+            obj = copy.deepcopy(stored)
+            change(obj)
+            obj["metadata"]["resourceVersion"] = str(revision)
+            return self._prepare_update(obj, stored, subresource)
+
+        return await self._guaranteed_update(namespace, name, changed, dry_run=False)
+
+    def _check_subresource(self, subresource: Subresource) -> None:
+        if subresource is Subresource.STATUS and not self.strategy.has_status:
+            raise NotFoundError("the server could not find the requested resource")
+        if subresource is Subresource.FINALIZE and not isinstance(self.strategy, NamespaceStrategy):
+            raise NotFoundError("the server could not find the requested resource")
+
+    def _prepare_update(
+        self, obj: dict[str, Any], stored: dict[str, Any], subresource: Subresource
+    ) -> dict[str, Any] | _Delete:
+        """``obj`` as it may be stored over ``stored`` (rest.BeforeUpdate and the
+        strategy), or a _Delete when the update finishes a deletion. Raises 422."""
+        strategy = self.strategy
+        if subresource is Subresource.STATUS:
+            strategy.prepare_for_status_update(obj, stored)
+        elif subresource is Subresource.FINALIZE:
+            assert isinstance(strategy, NamespaceStrategy)
+            strategy.prepare_for_finalize(obj, stored)
+        metadata = obj["metadata"]
+        old = stored["metadata"]
+        causes = _server_owned_field_causes(metadata, old)
+        if causes:
+            raise InvalidError.for_fields(
+                self.spec.kind, self.spec.group, str(metadata.get("name", "")), causes
+            )
+        admission.prepare_update(metadata, stored)
+        if subresource is Subresource.MAIN:
+            strategy.prepare_for_update(obj, stored)
+        elif strategy.tracks_generation:
+            metadata["generation"] = old.get("generation", 1)
+        strategy.validate_update(obj, stored)
+        if self._update_finishes_deletion(obj, stored):
+            return _Delete(obj)
+        return obj
+
+    def _update_finishes_deletion(self, obj: dict[str, Any], stored: dict[str, Any]) -> bool:
+        """ShouldDeleteDuringUpdate: no finalizer left on an object whose deletion started
+        with no grace period left (and, for a namespace, nothing in spec.finalizers)."""
+        old = stored["metadata"]
+        if obj["metadata"].get("finalizers") or not old.get("deletionTimestamp"):
+            return False
+        if old.get("deletionGracePeriodSeconds") not in (None, 0):
+            return False
+        return not (
+            isinstance(self.strategy, NamespaceStrategy)
+            and (obj.get("spec") or {}).get("finalizers")
+        )
+
+    async def _guaranteed_update(
+        self,
+        namespace: str,
+        name: str,
+        try_update: Callable[[dict[str, Any], int], dict[str, Any] | _Delete],
         *,
         dry_run: bool,
-    ) -> bytes | None:
-        """Write ``obj`` over ``stored`` if the key is still at ``revision`` (server-owned
-        fields carried over; an unchanged object is not written). The answer, or None when
-        someone wrote in between (the caller re-reads or reports the conflict). A dry run
-        answers the object as it would be stored, at the revision it was read at."""
-        admission.prepare_update(obj["metadata"], stored)
-        if obj == _without_volatile(stored):
-            return self._answer(namespace, name, stored, revision)
-        if dry_run:
-            return self._answer(namespace, name, obj, revision)
+        precondition: int = 0,
+    ) -> bytes:
+        """Read, compute with ``try_update`` (on a copy), compare-and-swap; again when
+        someone wrote in between, unless ``precondition`` (the revision the client named)
+        no longer holds: then 409. An unchanged object is not written."""
         key = self.spec.key(namespace, name).encode()
-        result = await self.client.update(key, admission.encode(obj), revision)
-        if result.succeeded:
-            return self._answer(namespace, name, obj, result.revision)
-        if result.current is None:
+        for _ in range(MAX_ATTEMPTS):
+            stored, revision = await self.read(namespace, name)
+            if precondition and precondition != revision:
+                raise self._conflict(name)
+            result = try_update(copy.deepcopy(stored), revision)
+            if isinstance(result, _Delete):
+                if dry_run:
+                    return self._answer(namespace, name, result.obj, revision)
+                deleted = await self.client.delete(key, revision)
+                if deleted.succeeded or deleted.current is None:
+                    # Clients expect the updated object from a PUT, even when it was the
+                    # update that deleted it.
+                    return self._answer(namespace, name, result.obj, revision)
+                continue
+            if result == _without_volatile(stored):
+                return self._answer(namespace, name, stored, revision)
+            if dry_run:
+                return self._answer(namespace, name, result, revision)
+            written = await self.client.update(key, admission.encode(result), revision)
+            if written.succeeded:
+                return self._answer(namespace, name, result, written.revision)
+            if written.current is None:
+                raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+        raise self._conflict(name)
+
+    # -- delete -----------------------------------------------------------------------------
+
+    async def delete(
+        self, namespace: str, name: str, options: DeleteOptions | None = None
+    ) -> WriteAnswer:
+        """DELETE with Kubernetes' lifecycle (module note). Raises 404, 409, 422."""
+        options = options or DeleteOptions()
+        if isinstance(self.strategy, NamespaceStrategy):
+            return await self._delete_namespace(name, options)
+        for _ in range(MAX_ATTEMPTS):
+            stored, revision = await self.read(namespace, name)
+            self._check_delete_preconditions(stored, revision, options)
+            marked = self._mark_for_deletion(stored, options)
+            if marked is None:
+                answer = await self._delete_now(namespace, name, stored, revision, options)
+            else:
+                answer = await self._write_marked(
+                    namespace, name, marked, stored=stored, revision=revision, options=options
+                )
+            if answer is not None:
+                return answer
+        raise self._conflict(name)
+
+    async def delete_collection(
+        self, namespace: str, selection: ListOptions, options: DeleteOptions
+    ) -> bytes:
+        """DELETE of a collection: every object the LIST ``selection`` (selectors; one page
+        when it has a limit, else all pages) finds in ``namespace`` is deleted as a DELETE
+        of it would be, those already gone skipped; the answer is the list of what was
+        found, as Kubernetes' DeleteCollection answers. Not atomic, as in Kubernetes."""
+        cache = self.cache
+        if cache is None:
+            raise MethodNotAllowedError()
+        prefix = self.spec.collection_prefix(namespace)
+        paged = selection if selection.limit else replace(selection, limit=_COLLECTION_PAGE)
+        first = await cache.list(paged, prefix=prefix)
+        items = list(first.items)
+        page = first
+        while page.continue_token and not selection.limit:
+            paged = replace(
+                paged,
+                continue_token=page.continue_token,
+                resource_version="",
+                resource_version_match=ResourceVersionMatch.UNSET,
+            )
+            page = await cache.list(paged, prefix=prefix)
+            items.extend(page.items)
+        gate = asyncio.Semaphore(_COLLECTION_WORKERS)
+
+        async def delete_one(item: Item) -> None:
+            name = item.key.rsplit("/", 1)[-1]
+            async with gate:
+                with contextlib.suppress(NotFoundError):
+                    await self.delete(namespace, name, options)
+
+        await asyncio.gather(*(delete_one(item) for item in items))
+        # The first page's list metadata, with every page's items (Kubernetes' originalList).
+        found = ListResult(
+            items, first.resource_version, first.continue_token, first.remaining_item_count
+        )
+        return found.render(self.spec.list_kind, self.spec.api_version)
+
+    def _check_delete_preconditions(
+        self, stored: dict[str, Any], revision: int, options: DeleteOptions
+    ) -> None:
+        metadata = stored["metadata"]
+        uid = metadata.get("uid", "")
+        want_uid = options.precondition_uid
+        if want_uid is not None and want_uid != uid:
+            raise self._precondition_failed(
+                stored,
+                f"the UID in the precondition ({want_uid}) does not match the UID in record "
+                f"({uid}). The object might have been deleted and then recreated",
+            )
+        want_rv = options.precondition_resource_version
+        if want_rv is not None and want_rv != str(revision):
+            raise self._precondition_failed(
+                stored,
+                f"the ResourceVersion in the precondition ({want_rv}) does not match the "
+                f"ResourceVersion in record ({revision}). The object might have been modified",
+            )
+
+    def _precondition_failed(self, stored: dict[str, Any], why: str) -> ConflictError:
+        # rest.BeforeDelete names the kind where other conflicts name the resource.
+        name = stored["metadata"].get("name", "")
+        return ConflictError(
+            f'Operation cannot be fulfilled on {self.spec.kind} "{name}": {why}',
+            details=StatusDetails(name=name, group=self.spec.group, kind=self.spec.kind),
+        )
+
+    def _mark_for_deletion(
+        self, stored: dict[str, Any], options: DeleteOptions
+    ) -> dict[str, Any] | None:
+        """The object as a DELETE leaves it when it must stay for now (finalizers pending,
+        or a graceful deletion), else None (delete it now). Raises 422 for a grace period
+        the object cannot take."""
+        obj = copy.deepcopy(stored)
+        metadata = obj["metadata"]
+        now = self._clock()
+        deleting = bool(metadata.get("deletionTimestamp"))
+        grace = self.strategy.grace_period(obj, options.grace_period_seconds)
+        if deleting:
+            remaining = metadata.get("deletionGracePeriodSeconds")
+            if grace is not None and remaining not in (None, 0):
+                # A graceful deletion is under way: it may only be shortened.
+                if grace >= remaining:
+                    return obj
+                metadata["deletionTimestamp"] = _rfc3339(max(now, now + timedelta(seconds=grace)))
+                metadata["deletionGracePeriodSeconds"] = grace
+                if grace > 0:
+                    return obj
+            grace = None
+        finalizers = self._finalizers_after_delete(metadata, options)
+        if finalizers:
+            metadata["finalizers"] = finalizers
+        else:
+            metadata.pop("finalizers", None)
+        if grace:
+            metadata["deletionTimestamp"] = _rfc3339(now + timedelta(seconds=grace))
+            metadata["deletionGracePeriodSeconds"] = grace
+            if not deleting and int(metadata.get("generation") or 0) > 0:
+                metadata["generation"] = int(metadata["generation"]) + 1
+            return obj
+        if not finalizers:
+            return None
+        # markAsDeleting: the object stays until its finalizers are gone.
+        if not deleting and int(metadata.get("generation") or 0) > 0:
+            metadata["generation"] = int(metadata["generation"]) + 1
+        existing = metadata.get("deletionTimestamp")
+        if not existing or existing > _rfc3339(now):
+            metadata["deletionTimestamp"] = _rfc3339(now)
+        metadata["deletionGracePeriodSeconds"] = 0
+        return obj
+
+    def _finalizers_after_delete(
+        self, metadata: dict[str, Any], options: DeleteOptions
+    ) -> list[str]:
+        """The object's finalizers with the garbage collector's set as the propagation
+        policy, the existing GC finalizers and the default (background) decide."""
+        finalizers = [f for f in metadata.get("finalizers") or [] if isinstance(f, str)]
+        if not self.garbage_collection or metadata.get("deletionTimestamp"):
+            # Once deletion has started, DeleteOptions no longer change the finalizers.
+            return finalizers
+        orphan = _orphans_dependents(finalizers, options)
+        foreground = _deletes_dependents_first(finalizers, options)
+        kept = [f for f in finalizers if f not in (ORPHAN_FINALIZER, FOREGROUND_FINALIZER)]
+        if orphan:
+            kept.append(ORPHAN_FINALIZER)
+        if foreground:
+            kept.append(FOREGROUND_FINALIZER)
+        return kept
+
+    async def _write_marked(
+        self,
+        namespace: str,
+        name: str,
+        marked: dict[str, Any],
+        *,
+        stored: dict[str, Any],
+        revision: int,
+        options: DeleteOptions,
+    ) -> WriteAnswer | None:
+        code = 202 if options.orphan_dependents is False else 200
+        if marked == stored or options.dry_run:
+            return WriteAnswer(self._answer(namespace, name, marked, revision), code)
+        key = self.spec.key(namespace, name).encode()
+        written = await self.client.update(key, admission.encode(marked), revision)
+        if written.succeeded:
+            return WriteAnswer(self._answer(namespace, name, marked, written.revision), code)
+        if written.current is None:
             raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
         return None
 
-    async def delete(self, namespace: str, name: str, options: DeleteOptions) -> bytes:
-        """Delete at the revision read, if ``options``' preconditions hold (409 otherwise);
-        retried when someone wrote in between. A dry run checks the same and writes
-        nothing: neither the object nor, for a namespace, its contents."""
-        spec = self.spec
+    async def _delete_now(
+        self,
+        namespace: str,
+        name: str,
+        stored: dict[str, Any],
+        revision: int,
+        options: DeleteOptions,
+    ) -> WriteAnswer | None:
+        if not options.dry_run:
+            result = await self.client.delete(self.spec.key(namespace, name).encode(), revision)
+            if not result.succeeded:
+                if result.current is None:
+                    raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+                return None
+        return WriteAnswer(self._deleted_answer(namespace, name, stored, revision))
+
+    def _deleted_answer(
+        self, namespace: str, name: str, stored: dict[str, Any], revision: int
+    ) -> bytes:
+        """finalizeDelete: the deleted object for kinds that return it, else a Success
+        Status naming it."""
+        if self.strategy.returns_deleted_object:
+            return self._answer(namespace, name, stored, revision)
+        return _success(self.spec, name, stored["metadata"].get("uid", ""))
+
+    async def _delete_namespace(self, name: str, options: DeleteOptions) -> WriteAnswer:
+        """The namespace REST's Delete: the first DELETE starts termination (phase
+        Terminating, the GC finalizers the policy asks for); once ``spec.finalizers`` is
+        empty, a DELETE deletes it like any object."""
+        stored, revision = await self.read("", name)
+        metadata = stored["metadata"]
+        uid = metadata.get("uid", "")
+        if options.precondition_uid is not None and options.precondition_uid != uid:
+            raise self._namespace_conflict(
+                name, f"UID in precondition: {options.precondition_uid}, UID in object meta: {uid}"
+            )
+        want_rv = options.precondition_resource_version
+        if want_rv is not None and want_rv != str(revision):
+            raise self._namespace_conflict(
+                name,
+                f"ResourceVersion in precondition: {want_rv}, ResourceVersion in object meta: "
+                f"{revision}",
+            )
+        if not metadata.get("deletionTimestamp"):
+            precondition = revision if want_rv is not None else 0
+
+            def terminate(obj: dict[str, Any], _revision: int) -> dict[str, Any]:
+                if obj["metadata"].get("uid", "") != uid:
+                    raise self._namespace_conflict(
+                        name,
+                        f"UID in precondition: {uid}, UID in object meta: "
+                        f"{obj['metadata'].get('uid', '')}",
+                    )
+                meta = obj["metadata"]
+                meta.pop("resourceVersion", None)
+                meta["deletionTimestamp"] = meta.get("deletionTimestamp") or _rfc3339(self._clock())
+                status = obj.setdefault("status", {})
+                status["phase"] = NamespacePhase.TERMINATING.value
+                finalizers = self._finalizers_after_delete(meta, options)
+                if finalizers:
+                    meta["finalizers"] = finalizers
+                else:
+                    meta.pop("finalizers", None)
+                return obj
+
+            body = await self._guaranteed_update(
+                "", name, terminate, dry_run=options.dry_run, precondition=precondition
+            )
+            return WriteAnswer(body)
+        if (stored.get("spec") or {}).get("finalizers"):
+            return WriteAnswer(self._answer("", name, stored, revision))
+        # Emptied and finalized: an ordinary delete, honouring metadata.finalizers.
         for _ in range(MAX_ATTEMPTS):
-            stored, revision = await self.read(namespace, name)
-            uid = (stored.get("metadata") or {}).get("uid", "")
-            want_uid = options.precondition_uid
-            if want_uid and want_uid != uid:
-                raise ConflictError(
-                    f'Operation cannot be fulfilled on {spec.name} "{name}": Precondition '
-                    f"failed: UID in precondition: {want_uid}, UID in object meta: {uid}",
-                    details=StatusDetails(name=name, group=spec.group, kind=spec.name),
+            marked = self._mark_for_deletion(stored, options)
+            if marked is None:
+                answer = await self._delete_now("", name, stored, revision, options)
+            else:
+                answer = await self._write_marked(
+                    "", name, marked, stored=stored, revision=revision, options=options
                 )
-            want_rv = options.precondition_resource_version
-            if want_rv and want_rv != str(revision):
-                raise ConflictError(
-                    f'Operation cannot be fulfilled on {spec.name} "{name}": Precondition '
-                    f"failed: ResourceVersion in precondition: {want_rv}, ResourceVersion in "
-                    f"object meta: {revision}",
-                    details=StatusDetails(name=name, group=spec.group, kind=spec.name),
-                )
-            if options.dry_run:
-                return _success(spec, name, uid)
-            result = await self.client.delete(spec.key(namespace, name).encode(), revision)
-            if result.succeeded:
-                if spec.name == "namespaces":
-                    await self._delete_namespace_contents(name)
-                return _success(spec, name, uid)
-            if result.current is None:
-                raise NotFoundError.for_object(spec.name, name, spec.group)
+            if answer is not None:
+                return answer
+            stored, revision = await self.read("", name)
         raise self._conflict(name)
 
-    async def _delete_namespace_contents(self, namespace: str) -> None:
-        """What Kubernetes' namespace controller does eventually: the namespace's objects
-        go with it (every namespaced resource under /registry/)."""
-        for spec in KNOWN_RESOURCES.values():
-            if spec.namespaced:
-                prefix = spec.collection_prefix(namespace).encode()
-                await self.client.delete_range(prefix, prefix_range_end(prefix))
+    def _namespace_conflict(self, name: str, why: str) -> ConflictError:
+        return ConflictError(
+            f'Operation cannot be fulfilled on namespaces "{name}": Precondition failed: {why}',
+            details=StatusDetails(name=name, kind="namespaces"),
+        )
 
     def _conflict(self, name: str) -> ConflictError:
         spec = self.spec
+        qualified = f"{spec.name}.{spec.group}" if spec.group else spec.name
         return ConflictError(
-            f'Operation cannot be fulfilled on {spec.name} "{name}": the object has been '
-            "modified; please apply your changes to the latest version and try again",
+            f'Operation cannot be fulfilled on {qualified} "{name}": {OPTIMISTIC_LOCK_MESSAGE}',
             details=StatusDetails(name=name, group=spec.group, kind=spec.name),
         )
+
+
+def _orphans_dependents(finalizers: list[str], options: DeleteOptions) -> bool:
+    """shouldOrphanDependents, for kinds whose default policy deletes dependents."""
+    if options.orphan_dependents is not None:
+        return options.orphan_dependents
+    if options.propagation_policy is not None:
+        return options.propagation_policy is PropagationPolicy.ORPHAN
+    for finalizer in finalizers:
+        if finalizer == ORPHAN_FINALIZER:
+            return True
+        if finalizer == FOREGROUND_FINALIZER:
+            return False
+    return False
+
+
+def _deletes_dependents_first(finalizers: list[str], options: DeleteOptions) -> bool:
+    """shouldDeleteDependentsInForeground."""
+    if options.orphan_dependents is not None:
+        return False
+    if options.propagation_policy is not None:
+        return options.propagation_policy is PropagationPolicy.FOREGROUND
+    for finalizer in finalizers:
+        if finalizer == FOREGROUND_FINALIZER:
+            return True
+        if finalizer == ORPHAN_FINALIZER:
+            return False
+    return False
+
+
+def _server_owned_field_causes(metadata: dict[str, Any], old: dict[str, Any]) -> list[StatusCause]:
+    """What an update may not change in metadata (ValidateObjectMetaAccessorUpdate, after
+    rest.BeforeUpdate has carried over what the client may omit)."""
+    causes: list[StatusCause] = []
+    uid = metadata.get("uid")
+    if uid and uid != old.get("uid"):
+        causes.append(_immutable("metadata.uid", uid))
+    if old.get("deletionTimestamp"):
+        added = sorted(set(metadata.get("finalizers") or []) - set(old.get("finalizers") or []))
+        if added:
+            shown = "[]string{" + ", ".join(gojson.dumps(f) for f in added) + "}"
+            causes.append(
+                StatusCause(
+                    "FieldValueForbidden",
+                    "Forbidden: no new finalizers can be added if the object is being "
+                    f"deleted, found new finalizers {shown}",
+                    "metadata.finalizers",
+                )
+            )
+    elif metadata.get("deletionTimestamp"):
+        causes.append(_immutable("metadata.deletionTimestamp", metadata["deletionTimestamp"]))
+    old_grace = old.get("deletionGracePeriodSeconds")
+    grace = metadata.get("deletionGracePeriodSeconds", old_grace)
+    if grace != old_grace:
+        causes.append(_immutable("metadata.deletionGracePeriodSeconds", grace))
+    generation = metadata.get("generation")
+    if generation is not None and (not isinstance(generation, int) or generation < 0):
+        causes.append(
+            StatusCause(
+                "FieldValueInvalid",
+                f"Invalid value: {gojson.dumps(generation)}: must be greater than or equal to 0",
+                "metadata.generation",
+            )
+        )
+    return causes
+
+
+def _immutable(field: str, value: Any) -> StatusCause:
+    return StatusCause(
+        "FieldValueInvalid", f"Invalid value: {gojson.dumps(value)}: field is immutable", field
+    )
+
+
+def _being_deleted(value: bytes) -> bool:
+    try:
+        obj = gojson.loads(value)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _resource_version(metadata: dict[str, Any]) -> int:
@@ -235,15 +760,16 @@ def _without_volatile(stored: dict[str, Any]) -> dict[str, Any]:
     meta = stored.get("metadata") or {}
     if "resourceVersion" not in meta:
         return stored
-    copy = dict(stored)
-    copy["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
-    return copy
+    copied = dict(stored)
+    copied["metadata"] = {k: v for k, v in meta.items() if k != "resourceVersion"}
+    return copied
 
 
 def _success(spec: ResourceSpec, name: str, uid: str) -> bytes:
-    details: dict[str, str] = {"name": name, "kind": spec.name}
+    details: dict[str, str] = {"name": name}
     if spec.group:
         details["group"] = spec.group
+    details["kind"] = spec.name
     if uid:
         details["uid"] = uid
     status = {
@@ -254,3 +780,15 @@ def _success(spec: ResourceSpec, name: str, uid: str) -> bytes:
         "details": details,
     }
     return admission.encode(status)
+
+
+__all__ = [
+    "FOREGROUND_FINALIZER",
+    "NAMESPACE_FINALIZER",
+    "ORPHAN_FINALIZER",
+    "NamespaceLookup",
+    "NamespacePhase",
+    "ObjectStore",
+    "Subresource",
+    "WriteAnswer",
+]

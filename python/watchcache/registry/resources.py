@@ -40,6 +40,9 @@ class ResourceSpec:
     fields: tuple[str, ...] = ()
     group: str = ""
     version: str = "v1"
+    #: Subresources served besides the object itself (``status``, a namespace's
+    #: ``finalize``); discovery lists them and the handlers route them.
+    subresources: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -57,6 +60,10 @@ class ResourceSpec:
     @property
     def verbs(self) -> tuple[str, ...]:
         return NAMESPACED_VERBS if self.namespaced else CLUSTER_VERBS
+
+    def subresource_verbs(self, subresource: str) -> tuple[str, ...]:
+        """The verbs of a subresource, as Kubernetes serves them."""
+        return ("update",) if subresource == "finalize" else ("get", "patch", "update")
 
     @property
     def selectable_fields(self) -> tuple[str, ...]:
@@ -90,10 +97,11 @@ PODS = ResourceSpec(
     categories=("all",),
     fields=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
             "status.phase", "status.podIP", "status.nominatedNodeName"),
+    subresources=("status",),
 )  # fmt: skip
 NAMESPACES = ResourceSpec(
     "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
-    fields=("status.phase",),
+    fields=("status.phase",), subresources=("finalize", "status"),
 )  # fmt: skip
 
 DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (CONFIGMAPS, SECRETS, PODS, NAMESPACES)

@@ -213,6 +213,30 @@ class BadRequestError(StatusError):
     reason = "BadRequest"
 
 
+class ForbiddenError(StatusError):
+    """403: the request is understood and refused (``NewForbidden``)."""
+
+    code = 403
+    reason = "Forbidden"
+
+    @classmethod
+    def for_object(
+        cls,
+        resource: str,
+        name: str,
+        group: str,
+        why: str,
+        *,
+        causes: Sequence[StatusCause] = (),
+    ) -> ForbiddenError:
+        """``<resource>[.<group>] "<name>" is forbidden: <why>``."""
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(
+            f'{qualified} "{name}" is forbidden: {why}',
+            details=StatusDetails(name=name, group=group, kind=resource, causes=tuple(causes)),
+        )
+
+
 class NotFoundError(StatusError):
     """404."""
 
@@ -518,6 +542,7 @@ _BY_REASON: Final[dict[str, tuple[type[StatusError], ...]]] = {
     cls.reason: (cls,)
     for cls in (
         BadRequestError,
+        ForbiddenError,
         NotFoundError,
         ConflictError,
         AlreadyExistsError,
