@@ -216,7 +216,7 @@ class BasicTree {
   // to it: node_memory.hpp has the tiers and the policy.
   template <class Kind>
   Kind* allocate() {
-    Kind* n = new (stock_for(std::is_same_v<Kind, Leaf>).take()) Kind(version_);
+    Kind* n = new (stock_for(std::is_same_v<Kind, Leaf>).template take<Kind>()) Kind(version_);
     owe_nodes(+1, sizeof(Kind));
     bytes_ += sizeof(Kind);
     return n;

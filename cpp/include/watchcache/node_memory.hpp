@@ -15,7 +15,8 @@
 // ASan and TSan see where each node's memory comes from and goes; tiers 1 and 2 work alike
 // in every build.
 //
-// The policy, all of it in this file's functions:
+// The policy, implemented by the functions named in parentheses (BasicTree and the
+// ReclaimDomain only say when a node is free):
 //   taken     BasicTree::allocate takes the top of its stock (NodeStock::take), else asks
 //             tier 3 (new_node_memory: the size's free list, else a bump in its chunk, else
 //             a new chunk from tier 4).
@@ -44,10 +45,10 @@
 // write` is the command that measures a write today, see cpp/bench/write_probe.cpp).
 // Why tiers 3 and 4: node_pool.hpp and chunk_source.hpp.
 //
-// Nothing here reads or writes a node being given back, and nodes are told apart by size
-// alone: a node retired long ago is cold, and giving it back must not cost a cache miss
-// (the writer's next copy into it pays for the line anyway, as a store). Tier 3 does write
-// into a freed node (its free-list link), one reason it comes last.
+// Tiers 1 and 2 neither read nor write a node given back to them, and nodes are told apart
+// by their size alone, never by reading them: a node retired long ago is cold, and parking
+// it must not cost a cache miss (the writer's next copy into it pays for the line anyway,
+// as a store). Tier 3, by contrast, writes its free-list link into the node.
 //
 // Accounting: a node counts as live (live_counters: nodes and bytes) from taken to given
 // back; nodes in a stock, parked or in tier 3 do not count. The writer settles what it owes
@@ -119,16 +120,20 @@ struct NodeStock {
   std::size_t bytes = 0;
   std::vector<void*> nodes;
 
-  // Memory for one node: the top of the stock, else tier 3. Stocked nodes are cold (parking
-  // never touches them) and a path copy overwrites one per level, so the next one's lines
-  // are asked for, for writing, while this one is filled: the next copy's store misses then
-  // overlap this copy: 0.94-0.95 of the time of a write in a window of snapshots taking
-  // them cold (`scripts/ab-engine.sh c13ce44~1 window`, run at c13ce44).
+  // Memory for one node of type Node, whose size is this stock's `bytes`: the top of the
+  // stock, else tier 3. Stocked nodes are cold (parking never touches them) and a path copy
+  // overwrites one per level, so the next one's lines are asked for, for writing, while
+  // this one is filled: the next copy's store misses then overlap this copy, and a write in
+  // a window of snapshots takes 0.94-0.95 of the time it takes with them cold
+  // (`scripts/ab-engine.sh c13ce44~1 window`, run at c13ce44). The size comes from the type
+  // so that the prefetch loop unrolls: a loop over `bytes` made a write after a snapshot 6%
+  // more instructions (`valgrind --tool=callgrind ... build/bench/write_probe write`).
+  template <class Node>
   void* take() {
-    if (nodes.empty()) return new_node_memory(bytes);
+    if (nodes.empty()) return new_node_memory(sizeof(Node));
     void* node = nodes.back();
     nodes.pop_back();
-    if (!nodes.empty()) prefetch_for_write(nodes.back());
+    if (!nodes.empty()) prefetch_for_write<sizeof(Node)>(nodes.back());
     return node;
   }
 
@@ -147,9 +152,10 @@ struct NodeStock {
   }
 
  private:
-  void prefetch_for_write(const void* node) const noexcept {
+  template <std::size_t kNodeBytes>
+  static void prefetch_for_write(const void* node) noexcept {
     const char* p = static_cast<const char*>(node);
-    for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 1);
+    for (std::size_t off = 0; off < kNodeBytes; off += 64) __builtin_prefetch(p + off, 1);
   }
 };
 
@@ -178,6 +184,9 @@ class ParkedNodes {
   // nodes freed a write ago (when a snapshot taken for that write was dropped), whose lines
   // are likely still in cache, rather than in the coldest of a batch.
   void restock(std::span<NodeStock> stocks) {
+    // Writes under a long-lived snapshot park nothing: then there is nothing to look up.
+    if (std::all_of(shelves_.begin(), shelves_.end(), [](const Shelf& shelf) { return shelf.nodes.empty(); }))
+      return;
     for (NodeStock& stock : stocks) {
       Shelf* shelf = shelf_for(stock.bytes);
       if (!shelf || shelf->nodes.empty() || stock.nodes.size() >= NodeStock::kHigh) continue;
