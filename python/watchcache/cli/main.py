@@ -95,6 +95,7 @@ def run_serve(args: argparse.Namespace) -> int:
         consistent_reads=ConsistentReadsMode(args.consistent_reads),
         log_level=args.log_level,
         check_consistency_every=args.check_consistency_every,
+        garbage_collection=args.enable_garbage_collector,
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -171,6 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_cmd.add_argument(
         "--max-limit", type=positive_int, default=DEFAULT_MAX_LIMIT, help="largest page"
+    )
+    serve_cmd.add_argument(
+        "--enable-garbage-collector",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="delete or orphan the dependents of deleted owners, as kube-controller-manager "
+        "does (default: on)",
     )
     serve_cmd.add_argument(
         "--consistent-reads",

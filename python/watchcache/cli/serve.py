@@ -45,6 +45,8 @@ class ServeOptions:
     log_level: str = "info"
     #: Run the inconsistency detector (consistency.py) every this many seconds; None: off.
     check_consistency_every: float | None = None
+    #: The garbage collector (ownerReferences); off leaves dependents alone.
+    garbage_collection: bool = True
 
 
 def run(options: ServeOptions) -> int:
@@ -92,6 +94,7 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             max_limit=options.max_limit,
             consistent_reads=options.consistent_reads,
             check_consistency_every=options.check_consistency_every,
+            garbage_collection=options.garbage_collection,
         )
         config = uvicorn_config(
             server.app(), host=options.host, port=options.port, log_level=options.log_level
