@@ -84,12 +84,17 @@ _END_OF_GROUP: Final = "proto: unexpected end of group"
 
 _MASK64: Final = (1 << 64) - 1
 _INT64_MAX: Final = (1 << 63) - 1
-#: Nesting allowed while decoding (the same bound request bodies have in JSON).
+#: Nesting allowed in a decoded object, in containers (``registry.admission``'s bound).
 MAX_DEPTH: Final = 100
+TOO_DEEP: Final = f"the body of the request is nested too deeply (more than {MAX_DEPTH} levels)"
 
 
 class ProtobufError(ValueError):
     """A body Kubernetes' protobuf decoding refuses; ``str()`` is Go's error text."""
+
+
+class NestingError(ProtobufError):
+    """An object nested deeper than :data:`MAX_DEPTH` levels (our bound, not Go's)."""
 
 
 class _Unset:
@@ -215,7 +220,11 @@ def _wrong_wire_type(wire_type: int, fld: Field) -> ProtobufError:
 
 
 class _Decoder:
-    """One decode: the body, where unknown fields were found, the nesting depth."""
+    """One decode: the body and the unknown fields found in it.
+
+    The loops read one-byte tags and lengths inline (nearly every tag and most lengths in a
+    Kubernetes object are below 128) and fall back to :func:`_varint`/:func:`_length` for
+    the rest; this halves the cost of a typical body."""
 
     __slots__ = ("data", "unknown")
 
@@ -236,23 +245,23 @@ class _Decoder:
         """gogo's ``Unmarshal`` of ``data[pos:end]`` into ``slots`` (merged, as Go merges
         into an existing struct)."""
         if depth > MAX_DEPTH:
-            raise ProtobufError(f"proto: message nested more than {MAX_DEPTH} levels")
+            raise NestingError(TOO_DEEP)
         if slots is None:
             slots = [_UNSET] * len(message.fields)
         data = self.data
         by_number = message.by_number
         while pos < end:
             start = pos
-            byte = data[pos]
-            if byte < 0x80:
-                wire = byte
-                pos += 1
-            else:
-                wire, pos = _varint(data, pos, end)
+            wire = data[pos]
+            pos += 1
+            if wire >= 0x80:
+                wire, pos = _varint(data, start, end)
             wire_type = wire & 7
             if wire_type == 4:
                 raise ProtobufError(f"proto: {message.go_name}: wiretype end group for non-group")
-            number = _int32(wire >> 3)
+            number = wire >> 3
+            if number > 0x7FFFFFFF:
+                number = _int32(number)
             if number <= 0:
                 raise ProtobufError(
                     f"proto: {message.go_name}: illegal tag {number} (wire type {wire})"
@@ -264,6 +273,40 @@ class _Decoder:
                     raise ProtobufError(_UNEXPECTED_EOF)
                 self.unknown.append(f"{path}.#{number}" if path else f"#{number}")
                 continue
+            if wire_type == 2 and fld.kind == STRING:
+                # Strings and map<string, string> entries as Go writes them are most of an
+                # object: read here, without a call.
+                length = data[pos] if pos < end else 0x80
+                if length < 0x80:
+                    if fld.shape == SINGLE:
+                        post = pos + 1 + length
+                        if post <= end:
+                            try:
+                                slots[fld.slot] = data[pos + 1 : post].decode("utf-8")
+                            except UnicodeDecodeError:
+                                slots[fld.slot] = _text(data[pos + 1 : post])
+                            pos = post
+                            continue
+                    elif fld.shape == MAP and pos + 3 < end and data[pos + 1] == 0x0A:
+                        key_length = data[pos + 2]
+                        key_end = pos + 3 + key_length
+                        entry_end = pos + 1 + length
+                        if (
+                            key_length < 0x80
+                            and key_end + 2 <= entry_end <= end
+                            and data[key_end] == 0x12
+                            and key_end + 2 + data[key_end + 1] == entry_end
+                        ):
+                            entries = slots[fld.slot]
+                            if entries is _UNSET:
+                                entries = slots[fld.slot] = {}
+                            try:
+                                text = data[key_end + 2 : entry_end].decode("utf-8")
+                            except UnicodeDecodeError:
+                                text = _text(data[key_end + 2 : entry_end])
+                            entries[data[pos + 3 : key_end]] = text
+                            pos = entry_end
+                            continue
             pos = self.field(pos, end, wire_type, fld, slots=slots, path=path, depth=depth)
         return slots
 
@@ -281,13 +324,13 @@ class _Decoder:
         data = self.data
         kind = fld.kind
         shape = fld.shape
-        if shape == MAP:
-            if wire_type != 2:
-                raise _wrong_wire_type(wire_type, fld)
-            return self.map_entry(pos, end, fld, slots=slots, path=path, depth=depth)
-        if kind in (BOOL, INT32, INT64):
+        if fld.varint:
             if wire_type == 0:
-                raw, pos = _varint(data, pos, end)
+                raw = data[pos] if pos < end else 0x80
+                if raw < 0x80:
+                    pos += 1
+                else:
+                    raw, pos = _varint(data, pos, end)
                 if shape == SINGLE:
                     slots[fld.slot] = _scalar(kind, raw)
                 else:
@@ -302,7 +345,16 @@ class _Decoder:
             raise _wrong_wire_type(wire_type, fld)
         if wire_type != 2:
             raise _wrong_wire_type(wire_type, fld)
-        pos, post = _length(data, pos, end)
+        if shape == MAP:
+            return self.map_entry(pos, end, fld, slots=slots, path=path, depth=depth)
+        length = data[pos] if pos < end else 0x80
+        if length < 0x80:
+            pos += 1
+            post = pos + length
+            if post > end:
+                raise ProtobufError(_UNEXPECTED_EOF)
+        else:
+            pos, post = _length(data, pos, end)
         if kind == STRING:
             value: Any = _text(data[pos:post])
         elif kind == BYTES:
@@ -354,51 +406,65 @@ class _Decoder:
         return base
 
     def map_entry(
-        self, pos: int, end: int, fld: Field, *, slots: list[Any], path: str, depth: int
+        self,
+        pos: int,
+        end: int,
+        fld: Field,
+        *,
+        slots: list[Any],
+        path: str,
+        depth: int,
     ) -> int:
         """One ``map<string, V>`` entry, read as gogo reads it: key and value are taken as
         length-delimited whatever their wire type, and their lengths are checked against
         the enclosing message, not the entry."""
         data = self.data
-        pos, entry_end = _length(data, pos, end)
+        length = data[pos] if pos < end else 0x80
+        if length < 0x80:
+            pos += 1
+            entry_end = pos + length
+            if entry_end > end:
+                raise ProtobufError(_UNEXPECTED_EOF)
+        else:
+            pos, entry_end = _length(data, pos, end)
         key = b""
         kind = fld.kind
-        value: Any
-        if kind == STRING:
-            value = ""
-        elif kind == BYTES:
-            value = b""
-        else:
-            value = None  # a zero message
+        value: Any = "" if kind == STRING else b"" if kind == BYTES else None
         while pos < entry_end:
             entry_start = pos
-            wire, pos = _varint(data, pos, end)
-            number = _int32(wire >> 3)
-            if number == 1:
-                pos, post = _length(data, pos, end)
-                key = data[pos:post]
-                pos = post
-            elif number == 2:
-                pos, post = _length(data, pos, end)
-                if kind == STRING:
+            tag = data[pos]
+            pos += 1
+            if tag >= 0x80:
+                tag, pos = _varint(data, entry_start, end)
+            number = tag >> 3
+            if number == 1 or number == 2:  # noqa: PLR1714 (a set costs more)
+                length = data[pos] if pos < end else 0x80
+                if length < 0x80:
+                    pos += 1
+                    post = pos + length
+                    if post > end:
+                        raise ProtobufError(_UNEXPECTED_EOF)
+                else:
+                    pos, post = _length(data, pos, end)
+                if number == 1:
+                    key = data[pos:post]
+                elif kind == STRING:
                     value = _text(data[pos:post])
                 elif kind == BYTES:
                     value = data[pos:post]
                 else:
                     assert fld.message is not None
-                    name = fld.json_name
-                    child_path = f"{path}.{name}.{_text(key)}" if path else f"{name}.{_text(key)}"
+                    where = f"{path}.{fld.json_name}" if path else fld.json_name
                     value = self.message(
-                        pos, post, fld.message, None, path=child_path, depth=depth + 1
+                        pos, post, fld.message, None, path=f"{where}.{_text(key)}", depth=depth + 1
                     )
                 pos = post
             else:
                 pos = _skip(data, entry_start, end)
                 if pos > entry_end:
                     raise ProtobufError(_UNEXPECTED_EOF)
-                name = fld.json_name
-                where = f"{path}.{name}" if path else name
-                self.unknown.append(f"{where}.#{number}")
+                where = f"{path}.{fld.json_name}" if path else fld.json_name
+                self.unknown.append(f"{where}.#{_int32(number)}")
         entries = slots[fld.slot]
         if entries is _UNSET:
             entries = slots[fld.slot] = {}
@@ -449,7 +515,7 @@ def decode_object(raw: bytes, message: Message) -> tuple[dict[str, Any], list[st
     decoder = _Decoder(raw)
     slots = decoder.message(0, len(raw), message, None, path="", depth=0)
     out: dict[str, Any] = {}
-    _render(slots, message, out)
+    _render(slots, message, out, 1)
     return out, decoder.unknown
 
 
@@ -457,14 +523,15 @@ def decode_object(raw: bytes, message: Message) -> tuple[dict[str, Any], list[st
 # Marshal: slots → JSON
 
 
-def _render(slots: list[Any] | None, message: Message, out: dict[str, Any]) -> None:
+def _render(slots: list[Any] | None, message: Message, out: dict[str, Any], depth: int) -> None:
+    """Fill ``out`` (an object at nesting level ``depth``) with ``message``'s members."""
     for fld in message.fields:
         if fld.hidden:
             continue
         value = _UNSET if slots is None else slots[fld.slot]
         if fld.inline:
             assert fld.message is not None
-            _render(None if value is _UNSET else value, fld.message, out)
+            _render(None if value is _UNSET else value, fld.message, out, depth)
             continue
         name = fld.json_name
         if fld.shape == SINGLE:
@@ -485,7 +552,9 @@ def _render(slots: list[Any] | None, message: Message, out: dict[str, Any]) -> N
                     continue
                 if fld.omitzero and _is_zero_message(value, fld.message):
                     continue
-                out[name] = _render_message(None if value is _UNSET else value, fld.message)
+                out[name] = _render_message(
+                    None if value is _UNSET else value, fld.message, depth + 1
+                )
                 continue
             if value is _UNSET:
                 if fld.pointer or fld.kind == BYTES:
@@ -505,18 +574,20 @@ def _render(slots: list[Any] | None, message: Message, out: dict[str, Any]) -> N
                 out[name] = None
             continue
         if fld.shape == LIST:
-            out[name] = [_render_element(item, fld) for item in value]
+            out[name] = [_render_element(item, fld, depth + 2) for item in value]
         else:
-            out[name] = {_text(key): _render_element(value[key], fld) for key in sorted(value)}
+            out[name] = {
+                _text(key): _render_element(value[key], fld, depth + 2) for key in sorted(value)
+            }
 
 
 _ZERO: Final[dict[int, Any]] = {STRING: "", BOOL: False, INT32: 0, INT64: 0}
 
 
-def _render_element(value: Any, fld: Field) -> Any:
+def _render_element(value: Any, fld: Field, depth: int) -> Any:
     if fld.kind == MESSAGE:
         assert fld.message is not None
-        return _render_message(value, fld.message)
+        return _render_message(value, fld.message, depth)
     if fld.kind == BYTES:
         return base64.b64encode(value).decode("ascii")
     return value
@@ -540,11 +611,12 @@ def _micro_parts(stamp: tuple[int, int]) -> tuple[int, int]:
     return divmod(total, 1_000_000_000)
 
 
-def _render_message(slots: Any, message: Message) -> Any:
+def _render_message(slots: Any, message: Message, depth: int) -> Any:
+    """The JSON value of a message at nesting level ``depth``."""
     special = message.special
     if not special:
         out: dict[str, Any] = {}
-        _render(slots, message, out)
+        _render(slots, message, out, depth)
         return out
     if special in ("time", "microtime"):
         return _render_time(slots, special == "microtime")
@@ -570,7 +642,7 @@ def _render_message(slots: Any, message: Message) -> Any:
         raw = values[0]
         if raw is _UNSET or (special == "fieldsv1" and not raw):
             return None
-        return _embedded_json(raw, message)
+        return _embedded_json(raw, message, depth)
     if special == "duration":
         return gotime.duration_string(_or0(values[0]))
     if special == "groupversion":
@@ -613,15 +685,35 @@ def _group_version(group: str, version: str) -> str:
     return f"{group}/{version}" if group else version
 
 
-def _embedded_json(raw: bytes, message: Message) -> Any:
+def _embedded_json(raw: bytes, message: Message, depth: int) -> Any:
     # Go's MarshalJSON writes these bytes into the output, where they must be valid JSON.
     try:
-        return gojson.loads(raw)
-    except (ValueError, RecursionError) as error:
+        value = gojson.loads(raw)
+    except RecursionError:
+        raise NestingError(TOO_DEEP) from None
+    except ValueError as error:
         raise ProtobufError(
             f"json: error calling MarshalJSON for type {message.go_type}: "
             f"the embedded object is not JSON ({error})"
         ) from None
+    if _nests_deeper(value, MAX_DEPTH - depth + 1):
+        raise NestingError(TOO_DEEP)
+    return value
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` containers; iterative, O(size)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, list):
+            continue
+        stack.extend((child, depth + 1) for child in node if isinstance(child, dict | list))
+    return False
 
 
 # ---------------------------------------------------------------------------------------

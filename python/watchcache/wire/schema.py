@@ -85,6 +85,7 @@ class Field:
     hidden: bool  # json:"-"
     slot: int  # index of this field's value in a decoded message's value list
     message: Message | None = None  # resolved after loading
+    varint: bool = False  # BOOL, INT32 or INT64: one element is a varint on the wire
 
     @property
     def json_only(self) -> bool:
@@ -93,7 +94,7 @@ class Field:
     @property
     def wire_type(self) -> int:
         """The wire type of one element (packed lists of varints also use 2)."""
-        return VARINT if self.kind in (BOOL, INT32, INT64) else LENGTH_DELIMITED
+        return VARINT if self.varint else LENGTH_DELIMITED
 
     def __repr__(self) -> str:
         return f"Field({self.json_name or self.go_name}={self.number})"
@@ -160,6 +161,7 @@ def _parse_field(entry: list[object], slot: int) -> Field:
         inline="i" in flag_text,
         hidden="h" in flag_text,
         slot=slot,
+        varint=kind in (BOOL, INT32, INT64),
     )
 
 
