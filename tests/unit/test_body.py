@@ -12,6 +12,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from watchcache.wire import gojson, schema
 from watchcache.wire import protobuf as pb
@@ -498,3 +500,56 @@ def test_a_kubectl_sized_body_decodes_quickly() -> None:
     for _ in range(100):
         decode(body)
     assert (time.perf_counter() - started) / 100 < 0.002  # milliseconds would be a regression
+
+
+# ---------------------------------------------------------------------------------------
+# Anything in, a value or a 4xx out
+
+_NAMES = st.sampled_from(
+    ["metadata", "name", "labels", "spec", "containers", "ports", "containerPort", "image",
+     "resources", "limits", "cpu", "data", "binaryData", "creationTimestamp", "httpGet", "port",
+     "livenessProbe", "volumes", "configMap", "items", "x", "kind", "apiVersion"]
+)  # fmt: skip
+_LEAVES = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=8) | st.sampled_from(["1Gi", "2024-01-01T00:00:00Z", "YQ==", "http"])
+)  # fmt: skip
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_NAMES | st.text(max_size=4),
+                                                                inner, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+def _decodes_or_4xx(body: bytes, content_type: str, kind: str | None) -> None:
+    try:
+        obj, warnings = decode_body(
+            body, content_type, kind=kind, api_version=None if kind is None else "v1",
+            field_validation=WARN,
+        )  # fmt: skip
+    except (BadRequestError, UnsupportedMediaTypeError) as error:
+        assert 400 <= error.code < 500
+        return
+    gojson.dumpb(obj)
+    assert all(isinstance(warning, str) for warning in warnings)
+
+
+@given(
+    value=st.dictionaries(_NAMES, _VALUES, max_size=5),
+    kind=st.sampled_from(["Pod", "ConfigMap", "Secret", None]),
+    duplicate=st.booleans(),
+)
+def test_any_json_object_decodes_or_gives_a_4xx(
+    value: dict[str, Any], kind: str | None, duplicate: bool
+) -> None:
+    text = json.dumps(value)
+    if duplicate and len(text) > 2:
+        text = text[:-1] + "," + text[1:]  # every member twice
+    _decodes_or_4xx(text.encode(), "application/json", kind)
+    _decodes_or_4xx(text.encode(), "application/yaml", kind)
+
+
+@given(text=st.binary(max_size=60), media=st.sampled_from(["application/json", "application/yaml"]))
+def test_any_bytes_decode_or_give_a_4xx(text: bytes, media: str) -> None:
+    _decodes_or_4xx(text, media, "Pod")

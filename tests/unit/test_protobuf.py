@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -557,3 +559,28 @@ def test_the_schema_says_where_it_comes_from() -> None:
     for api_version, kind in KINDS:
         assert SCHEMA.kind(api_version, kind) is not None
     assert base64.b64decode("AP8=") == b"\x00\xff"
+
+
+_API_REPO = Path(os.environ.get("K8S_API_REPO", "/work/.mirror/kubernetes+api/repo"))
+_APIMACHINERY_REPO = Path(
+    os.environ.get("K8S_APIMACHINERY_REPO", "/work/.mirror/kubernetes+apimachinery/repo")
+)
+
+
+@pytest.mark.skipif(
+    not (_API_REPO.exists() and _APIMACHINERY_REPO.exists()),
+    reason="no kubernetes/api and kubernetes/apimachinery checkouts (K8S_API_REPO, "
+    "K8S_APIMACHINERY_REPO)",
+)
+def test_the_committed_schema_is_what_the_generator_makes(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "k8s_schema.json"
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen-schema.py"), "--api", str(_API_REPO),
+         "--apimachinery", str(_APIMACHINERY_REPO), "--out", str(out)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    generated = json.loads(out.read_text())
+    if generated["sources"] != SCHEMA.sources:
+        pytest.skip(f"the checkouts are at {generated['sources']}, not the schema's commits")
+    assert out.read_bytes() == schema.SCHEMA_FILE.read_bytes()
