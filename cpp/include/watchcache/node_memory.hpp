@@ -120,7 +120,7 @@ struct NodeStock {
   std::size_t bytes = 0;
   std::vector<void*> nodes;
 
-  // Memory for one node of type Node, whose size is this stock's `bytes`: the top of the
+  // Memory for one node of type Kind, whose size is this stock's `bytes`: the top of the
   // stock, else tier 3. Stocked nodes are cold (parking never touches them) and a path copy
   // overwrites one per level, so the next one's lines are asked for, for writing, while
   // this one is filled: the next copy's store misses then overlap this copy, and a write in
@@ -128,12 +128,12 @@ struct NodeStock {
   // (`scripts/ab-engine.sh c13ce44~1 window`, run at c13ce44). The size comes from the type
   // so that the prefetch loop unrolls: a loop over `bytes` made a write after a snapshot 6%
   // more instructions (`valgrind --tool=callgrind ... build/bench/write_probe write`).
-  template <class Node>
+  template <class Kind>
   void* take() {
-    if (nodes.empty()) return new_node_memory(sizeof(Node));
+    if (nodes.empty()) return new_node_memory(sizeof(Kind));
     void* node = nodes.back();
     nodes.pop_back();
-    if (!nodes.empty()) prefetch_for_write<sizeof(Node)>(nodes.back());
+    if (!nodes.empty()) prefetch_for_write<sizeof(Kind)>(nodes.back());
     return node;
   }
 
