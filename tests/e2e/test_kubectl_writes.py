@@ -95,3 +95,65 @@ async def test_patch_a_pod_status_through_the_subresource(
         await kubectl("get", "pod", "p", "-n", "k37-status", "--subresource=status", "-o", "json")
     )
     assert json.loads(shown)["status"]["phase"] == "Running"
+
+
+async def test_create_configmap_secret_namespace_and_run_send_protobuf_and_work(
+    api: RunningApiServer, http: httpx.AsyncClient, kubectl: Kubectl
+) -> None:
+    """kubectl 1.32+ sends these typed creates as application/vnd.kubernetes.protobuf."""
+    out = ok(await kubectl("create", "namespace", "k37-made"))
+    assert out.strip() == "namespace/k37-made created"
+    namespace_obj = await stored(api, "/registry/namespaces/k37-made")
+    assert namespace_obj is not None
+    assert namespace_obj["spec"]["finalizers"] == ["kubernetes"]
+
+    out = ok(
+        await kubectl(
+            "create", "configmap", "settings", "-n", "k37-made", "--from-literal=mode=fast"
+        )
+    )
+    assert out.strip() == "configmap/settings created"
+    cm = await stored(api, "/registry/configmaps/k37-made/settings")
+    assert cm is not None and cm["data"] == {"mode": "fast"}
+
+    out = ok(
+        await kubectl(
+            "create", "secret", "generic", "creds", "-n", "k37-made", "--from-literal=pw=hunter2"
+        )
+    )
+    assert out.strip() == "secret/creds created"
+    secret = await stored(api, "/registry/secrets/k37-made/creds")
+    assert secret is not None
+    assert secret["type"] == "Opaque"
+    assert secret["data"] == {"pw": "aHVudGVyMg=="}
+
+    out = ok(await kubectl("run", "web", "-n", "k37-made", "--image=nginx", "--labels=app=web"))
+    assert out.strip() == "pod/web created"
+    pod = await stored(api, "/registry/pods/k37-made/web")
+    assert pod is not None
+    assert pod["spec"]["containers"][0]["image"] == "nginx"
+    assert pod["metadata"]["labels"] == {"app": "web"}
+
+    # What kubectl shows back is what a JSON client would have created.
+    shown = json.loads(ok(await kubectl("get", "cm", "settings", "-n", "k37-made", "-o", "json")))
+    assert shown["data"] == {"mode": "fast"}
+
+
+async def test_unknown_fields_are_refused_by_kubectl_create(
+    api: RunningApiServer, kubectl: Kubectl, tmp_path: Any
+) -> None:
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: typo\n  namespace: default\n"
+        "data:\n  k: v\ndatta:\n  k: v\n"
+    )
+    refused = await kubectl("create", "-f", str(manifest), "--validate=strict")
+    assert refused.returncode == 1
+    assert 'strict decoding error: unknown field "datta"' in refused.stderr
+    assert await stored(api, "/registry/configmaps/default/typo") is None
+
+    warned = await kubectl("create", "-f", str(manifest), "--validate=warn")
+    assert warned.returncode == 0, warned.stderr
+    assert 'unknown field "datta"' in warned.stderr
+    saved = await stored(api, "/registry/configmaps/default/typo")
+    assert saved is not None and "datta" not in saved

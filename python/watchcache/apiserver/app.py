@@ -41,6 +41,7 @@ from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subres
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
+from watchcache.wire.body import decode_body, warning_header_value
 from watchcache.wire.errors import (
     BadRequestError,
     InternalError,
@@ -52,7 +53,13 @@ from watchcache.wire.errors import (
     WatchTerminatedError,
 )
 from watchcache.wire.options import ListOptions, WatchOptions, parse_query
-from watchcache.wire.write_options import CreateOptions, DeleteOptions, PatchOptions, UpdateOptions
+from watchcache.wire.write_options import (
+    CreateOptions,
+    DeleteOptions,
+    FieldValidation,
+    PatchOptions,
+    UpdateOptions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -263,10 +270,11 @@ class ApiServer:
                 raise MethodNotAllowedError()
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
+            obj, warnings = _decode(request, body, spec, create.field_validation)
             created = await self.stores[spec.name].create(
-                namespace or "", admission.parse_body(body), dry_run=create.dry_run
+                namespace or "", obj, dry_run=create.dry_run
             )
-            return _json(created, status=201)
+            return _json(created, status=201, warnings=warnings)
         if request.method == "DELETE":
             if "deletecollection" not in spec.verbs:
                 raise MethodNotAllowedError()
@@ -277,7 +285,7 @@ class ApiServer:
                 raise BadRequestError("a watch cannot delete a collection")
             _check_fields(spec, selection.field_requirements)
             deleted = await self.stores[spec.name].delete_collection(
-                namespace or "", selection, _delete_options(body, query)
+                namespace or "", selection, _delete_options(request, body, query)
             )
             return _json(deleted)
         opts = parse_query(_query(request))
@@ -308,20 +316,24 @@ class ApiServer:
         query = _query(request)
         if method == "PUT":
             update = UpdateOptions.from_query(query)
-            obj = admission.parse_body(body)
-            return _json(
-                await store.update(ns, name, obj, dry_run=update.dry_run, subresource=part)
-            )
+            obj, warnings = _decode(request, body, spec, update.field_validation)
+            updated = await store.update(ns, name, obj, dry_run=update.dry_run, subresource=part)
+            return _json(updated, warnings=warnings)
         if method == "PATCH":
             patch = PatchOptions.from_query(query)
             content_type = request.headers.get("content-type", "")
-            return _json(
-                await store.patch(
-                    ns, name, content_type, body, dry_run=patch.dry_run, subresource=part
-                )
+            answer = await store.patch(
+                ns,
+                name,
+                content_type,
+                body,
+                dry_run=patch.dry_run,
+                subresource=part,
+                field_validation=patch.field_validation,
             )
+            return _json(answer.body, warnings=answer.warnings)
         if method == "DELETE":
-            answer = await store.delete(ns, name, _delete_options(body, query))
+            answer = await store.delete(ns, name, _delete_options(request, body, query))
             return _json(answer.body, status=answer.code)
         raise MethodNotAllowedError()
 
@@ -464,16 +476,31 @@ def _check_fields(spec: ResourceSpec, requirements: Sequence[Any]) -> None:
             raise BadRequestError(f"field label not supported: {requirement.key}")
 
 
-def _delete_options(body: bytes, query: list[tuple[str, str]]) -> DeleteOptions:
+def _decode(
+    request: Request, body: bytes, spec: ResourceSpec, validation: FieldValidation
+) -> tuple[dict[str, Any], list[str]]:
+    """The request's object, decoded by its Content-Type (JSON, YAML or protobuf) and
+    checked against the kind's schema, with the warnings to send."""
+    admission.check_size(body)
+    return decode_body(
+        body,
+        request.headers.get("content-type", ""),
+        kind=spec.kind,
+        api_version=spec.api_version,
+        field_validation=validation,
+    )
+
+
+def _delete_options(request: Request, body: bytes, query: list[tuple[str, str]]) -> DeleteOptions:
     decoded: dict[str, Any] | None = None
     if body.strip():
-        try:
-            parsed = json.loads(body)
-        except (ValueError, RecursionError) as error:
-            raise BadRequestError(f"the DeleteOptions body is not valid JSON: {error}") from None
-        if not isinstance(parsed, dict):
-            raise BadRequestError("the DeleteOptions body must be a JSON object")
-        decoded = parsed
+        decoded, _ = decode_body(
+            body,
+            request.headers.get("content-type", ""),
+            kind=None,
+            api_version=None,
+            field_validation=FieldValidation.IGNORE,
+        )
     return DeleteOptions.decode(query, decoded)
 
 
@@ -490,8 +517,11 @@ def _table_request(request: Request) -> tuple[str, str] | None:
     return version, include
 
 
-def _json(body: bytes, status: int = 200) -> Response:
-    return Response(body, status_code=status, media_type=JSON)
+def _json(body: bytes, status: int = 200, warnings: Sequence[str] = ()) -> Response:
+    response = Response(body, status_code=status, media_type=JSON)
+    for text in dict.fromkeys(warnings):
+        response.headers.append("Warning", warning_header_value(text))
+    return response
 
 
 def _status_response(error: StatusError) -> Response:

@@ -1,14 +1,17 @@
 """What a write's body must be, and what the server fills in, before it reaches etcd.
 
-Checks run in the order a client would want to hear about them, each a Kubernetes Status:
-size (413), JSON (400), an object (400), ``kind``/``apiVersion`` matching the URL (400;
-missing ones are filled in, since the Python client omits them), name and namespace
-matching the URL (400), then field validation aggregated into one 422 (name and
-namespace must be DNS-1123, labels must be valid label keys and values).
+The body has been decoded already (``wire.body``: media type, JSON/YAML/protobuf, schema,
+nesting). Checks here run in the order a client would want to hear about them, each a
+Kubernetes Status: size (413), ``kind``/``apiVersion`` matching the URL (400; missing ones
+are filled in, since the Python client omits them), name and namespace matching the URL
+(400), then metadata validation aggregated into one 422 (name and namespace must be
+DNS-1123, labels must be valid label keys and values). The kind's own rules are its
+strategy's (``registry.strategy``).
 
-Server-owned fields: ``metadata.uid`` and ``metadata.creationTimestamp`` are set on create
-and carried over on update whatever the body says; ``metadata.resourceVersion`` is never
-stored (the etcd revision is the version) and is stamped when the object is read.
+Server-owned fields: whatever a create's body says about ``uid``, ``creationTimestamp``,
+the deletion fields and ``resourceVersion`` is wiped, and uid and creationTimestamp are
+set; an update carries them over from the stored object. ``metadata.resourceVersion`` is
+never stored (the etcd revision is the version) and is stamped when the object is read.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from watchcache.registry.resources import ResourceSpec
-from watchcache.wire import gojson
 from watchcache.wire.errors import (
     BadRequestError,
     InvalidError,
@@ -45,50 +47,10 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_body(body: bytes, *, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
-    """The request body as a JSON object. Raises 413 or 400."""
+def check_size(body: bytes, *, limit: int = MAX_BODY_BYTES) -> None:
+    """413 for a body over ``limit``."""
     if len(body) > limit:
         raise RequestEntityTooLargeError(f"Request entity too large: limit is {limit}")
-    if not body.strip():
-        raise BadRequestError("the request body is empty: an object is required")
-    try:
-        obj = gojson.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise BadRequestError(f"the body of the request is not valid JSON: {error}") from None
-    except RecursionError:
-        raise BadRequestError(_TOO_DEEP) from None
-    if not isinstance(obj, dict):
-        raise BadRequestError("the body of the request must be a JSON object")
-    check_depth(obj)
-    return obj
-
-
-#: Nesting allowed in an object. Kubernetes objects stay far below it; past it every later
-#: step (patching, encoding, tables) would recurse as deep, so refuse at the door.
-MAX_DEPTH = 100
-_TOO_DEEP = f"the body of the request is nested too deeply (more than {MAX_DEPTH} levels)"
-
-
-def check_depth(obj: Any) -> None:
-    """400 when ``obj`` nests deeper than :data:`MAX_DEPTH` (a patch can deepen one)."""
-    if _depth_exceeds(obj, MAX_DEPTH):
-        raise BadRequestError(_TOO_DEEP)
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` containers; iterative, O(size)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(node, dict):
-            stack.extend(
-                (child, depth + 1) for child in node.values() if isinstance(child, dict | list)
-            )
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node if isinstance(child, dict | list))
-    return False
 
 
 def check_object(

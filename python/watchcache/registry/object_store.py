@@ -63,6 +63,8 @@ from watchcache.registry.strategy import (
     strategy_for,
 )
 from watchcache.wire import gojson
+from watchcache.wire.body import JSON as JSON_MEDIA_TYPE
+from watchcache.wire.body import check_depth, decode_body
 from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -75,9 +77,9 @@ from watchcache.wire.errors import (
     StatusCause,
     StatusDetails,
 )
-from watchcache.wire.gostrconv import parse_uint64
+from watchcache.wire.gostrconv import go_quote, parse_uint64
 from watchcache.wire.options import ListOptions, ResourceVersionMatch
-from watchcache.wire.write_options import DeleteOptions, PropagationPolicy
+from watchcache.wire.write_options import DeleteOptions, FieldValidation, PropagationPolicy
 
 #: Kubernetes' GuaranteedUpdate retries on conflict; so does this, this many times.
 MAX_ATTEMPTS: Final = 5
@@ -114,10 +116,11 @@ NamespaceLookup = Callable[[str], Awaitable[NamespacePhase | None]]
 
 @dataclass(frozen=True, slots=True)
 class WriteAnswer:
-    """An HTTP answer to a write: the body and its status code."""
+    """An HTTP answer to a write: the body, its status code and the warnings to send."""
 
     body: bytes
     code: int = 200
+    warnings: tuple[str, ...] = ()
 
 
 class _Delete:
@@ -258,12 +261,17 @@ class ObjectStore:
         *,
         dry_run: bool = False,
         subresource: Subresource = Subresource.MAIN,
-    ) -> bytes:
-        """Apply a PATCH body to the stored object (or its ``subresource``)."""
+        field_validation: FieldValidation = FieldValidation.WARN,
+    ) -> WriteAnswer:
+        """Apply a PATCH body to the stored object (or its ``subresource``). The patched
+        object is decoded as a body would be: unknown and duplicate fields are dropped, and
+        reported as ``field_validation`` asks (warnings, or 422 under Strict, as
+        Kubernetes' patch handler does); a field of the wrong type is a 422."""
         self._check_subresource(subresource)
         if len(body) > admission.MAX_BODY_BYTES:
-            admission.parse_body(body)  # raises the 413
+            admission.check_size(body)
         spec = self.spec
+        warnings: list[str] = []
 
         def patched(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
             # Patches see the resourceVersion a client would.
@@ -271,14 +279,48 @@ class ObjectStore:
             result = apply_patch(content_type, {**stored, "metadata": meta}, body, spec.kind)
             if not isinstance(result, dict):
                 raise BadRequestError("the patched object is not a JSON object")
-            admission.check_depth(result)
+            check_depth(result)
+            result, found = self._decode_patched(result, field_validation)
+            warnings[:] = found
             metadata = admission.check_object(spec, result, namespace=namespace, name=name)
             wanted = _resource_version(metadata)
             if wanted and wanted != revision:
                 raise self._conflict(name)
             return self._prepare_update(result, stored, subresource)
 
-        return await self._guaranteed_update(namespace, name, patched, dry_run=dry_run)
+        answer = await self._guaranteed_update(namespace, name, patched, dry_run=dry_run)
+        return WriteAnswer(answer, warnings=tuple(warnings))
+
+    def _decode_patched(
+        self, result: dict[str, Any], field_validation: FieldValidation
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The patched object through the body decoder, as Kubernetes decodes the patched
+        JSON into the kind: what does not decode is a 422 on the field ``patch``."""
+        spec = self.spec
+        text = gojson.dumps(result)
+        try:
+            return decode_body(
+                text.encode(),
+                JSON_MEDIA_TYPE,
+                kind=spec.kind,
+                api_version=spec.api_version,
+                field_validation=field_validation,
+            )
+        except BadRequestError as error:
+            why = error.message
+            prefix = f"{spec.kind} in version "
+            if why.startswith(prefix) and ": " in why:
+                why = why.split(": ", 1)[1]
+            raise InvalidError.for_fields(
+                "",
+                "",
+                "",
+                [
+                    StatusCause(
+                        "FieldValueInvalid", f"Invalid value: {go_quote(text)}: {why}", "patch"
+                    )
+                ],
+            ) from None
 
     async def mutate(
         self,

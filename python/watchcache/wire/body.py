@@ -956,6 +956,9 @@ def _decode_text(
         raise BadRequestError(error.message) from None
     except RecursionError:
         raise BadRequestError(_TOO_DEEP) from None
+    # Unknown fields are dropped, not walked: the bound must hold for them too, or a
+    # later step (a patch of the stored object, a table) would recurse that deep.
+    check_depth(value)
     if not isinstance(value, dict):
         raise context.unrecognized(
             "couldn't get version/kind; json parse error: json: cannot unmarshal "
@@ -974,6 +977,27 @@ def _decode_text(
     if walk.saved is not None:
         raise BadRequestError(context.cannot_handle(walk.saved))
     return obj, walk.strict, yaml_errors
+
+
+def check_depth(value: Any) -> None:
+    """400 when a parsed value nests deeper than :data:`MAX_DEPTH` containers (a patch
+    can deepen a stored object, so the registry checks patched objects with this too)."""
+    if _nests_deeper(value, MAX_DEPTH):
+        raise BadRequestError(_TOO_DEEP)
+
+
+def _nests_deeper(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` containers; iterative, O(size)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False
 
 
 def _type_meta(obj: dict[str, Any], name: str, context: _Context) -> str:
