@@ -23,6 +23,7 @@ from watchcache.registry.patch import (
     apply_patch,
     apply_strategic_merge_patch,
 )
+from watchcache.wire import gojson
 from watchcache.wire.errors import (
     UNPROCESSABLE_PATCH_MESSAGE,
     BadRequestError,
@@ -240,15 +241,20 @@ def test_json_patch_rfc6902_a13_duplicate_op_member_is_rejected() -> None:
         apply_patch("application/json-patch+json", {"baz": "x"}, body, "ConfigMap")
 
 
-def test_json_patch_failure_status_body_matches_kubernetes() -> None:
+def test_json_patch_failure_status_keeps_kubernetes_message_and_says_why() -> None:
+    # Kubernetes' message, which clients match on; the reason (which its handler drops) is
+    # the one cause, on the field "patch".
     with pytest.raises(UnprocessablePatchError) as info:
         apply_json_patch({}, [{"op": "remove", "path": "/x"}])
+    detail = info.value.detail
+    assert '"/x" does not exist' in detail
     assert info.value.to_json() == (
         b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
         b'"message":"the server rejected our request due to an error in our request",'
-        b'"reason":"Invalid","code":422}'
+        b'"reason":"Invalid","details":{"causes":[{"reason":"FieldValueInvalid","message":'
+        + gojson.dumpb(detail)
+        + b',"field":"patch"}]},"code":422}'
     )
-    assert '"/x" does not exist' in info.value.detail
 
 
 def test_patch_errors_survive_pickling_with_their_detail() -> None:

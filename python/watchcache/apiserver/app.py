@@ -46,6 +46,7 @@ from watchcache.wire.errors import (
     BadRequestError,
     InternalError,
     MethodNotAllowedError,
+    NotAcceptableError,
     NotFoundError,
     RequestEntityTooLargeError,
     ServerTimeoutError,
@@ -265,6 +266,7 @@ class ApiServer:
 
     async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
         spec = self._resource(request, namespaced_path=namespace is not None)
+        _check_accept(request)
         if request.method == "POST":
             if spec.namespaced and namespace is None:
                 raise MethodNotAllowedError()
@@ -295,6 +297,7 @@ class ApiServer:
 
     async def _serve_item(self, request: Request, namespace: str | None) -> Response:
         spec = self._resource(request, namespaced_path=namespace is not None)
+        _check_accept(request)
         if spec.namespaced and namespace is None:
             # /api/v1/configmaps/x is not a route Kubernetes has.
             raise NotFoundError("the server could not find the requested resource")
@@ -474,6 +477,24 @@ def _check_fields(spec: ResourceSpec, requirements: Sequence[Any]) -> None:
     for requirement in requirements:
         if requirement.key not in spec.selectable_fields:
             raise BadRequestError(f"field label not supported: {requirement.key}")
+
+
+#: Media ranges an answer in JSON satisfies.
+_JSON_RANGES = frozenset({"*/*", "application/*", JSON})
+
+
+def _check_accept(request: Request) -> None:
+    """406 when the client accepts nothing this server answers in (JSON, or the Table
+    form of it): a client that wants protobuf only. Every real client also accepts JSON."""
+    accept = request.headers.get("accept", "")
+    if not accept.strip():
+        return
+    for media_range in accept.split(","):
+        media, *params = (part.strip() for part in media_range.split(";"))
+        rejected = any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+        if media.lower() in _JSON_RANGES and not rejected:
+            return
+    raise NotAcceptableError.accepting([JSON])
 
 
 def _decode(

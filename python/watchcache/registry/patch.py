@@ -76,8 +76,8 @@ Errors, as Kubernetes' ``apiserver/pkg/endpoints/handlers/patch.go`` and
   json-patch operation fails (missing path, failed test, unknown op, bad index, ...),
   patch content outside ``$retainKeys``, non-scalars where scalars merge as a set.
   Kubernetes (``NewGenericServerResponse(422, ...)``) drops the reason from the Status and
-  sends ``"details":{}``, which we omit as empty; :class:`UnprocessablePatchError` keeps
-  the reason in ``detail`` for logs.
+  sends ``"details":{}``; :class:`UnprocessablePatchError` keeps the same message and
+  puts the reason in ``details.causes`` (field ``patch``), so clients can say what failed.
 * **422 Invalid** `` "" is invalid: patch: Invalid value: "<json>": ...`` (cause on field
   ``patch``) — the patched document is not an object; Kubernetes fails the same way when
   the patched JSON does not decode into the kind.

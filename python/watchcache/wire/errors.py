@@ -473,15 +473,31 @@ class UnsupportedMediaTypeError(StatusError):
         )
 
 
-class UnprocessablePatchError(InvalidError):
-    """422: the patch is well-formed but cannot be applied to this object.
+class NotAcceptableError(StatusError):
+    """406: no media type the client accepts can be served (``NewNotAcceptableError``)."""
 
-    The Status says only Kubernetes' generic :data:`UNPROCESSABLE_PATCH_MESSAGE` (its handler
-    discards the reason); ``detail`` keeps the reason for logs and tests.
+    code = 406
+    reason = "NotAcceptable"
+
+    @classmethod
+    def accepting(cls, media_types: Iterable[str]) -> NotAcceptableError:
+        return cls(f"only the following media types are accepted: {', '.join(media_types)}")
+
+
+class UnprocessablePatchError(InvalidError):
+    """422: the patch is well-formed but cannot be applied to this object (a json-patch
+    ``test`` that fails, a path that is missing...).
+
+    The message is Kubernetes' generic :data:`UNPROCESSABLE_PATCH_MESSAGE`, which clients
+    may match on; Kubernetes' handler discards the reason, which is kept here as the one
+    cause (field ``patch``), so a client can say what failed. ``detail`` is that reason.
     """
 
     def __init__(self, detail: str) -> None:
-        super().__init__(UNPROCESSABLE_PATCH_MESSAGE)
+        super().__init__(
+            UNPROCESSABLE_PATCH_MESSAGE,
+            details=StatusDetails(causes=(StatusCause("FieldValueInvalid", detail, "patch"),)),
+        )
         self.detail = detail
 
     def __str__(self) -> str:
@@ -550,6 +566,7 @@ _BY_REASON: Final[dict[str, tuple[type[StatusError], ...]]] = {
         ExpiredError,
         InvalidError,
         RequestEntityTooLargeError,
+        NotAcceptableError,
         TooManyRequestsError,
         InternalError,
         ServiceUnavailableError,
