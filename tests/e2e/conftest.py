@@ -104,6 +104,13 @@ def kubectl_binary(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
+def kubectl_version(request: pytest.FixtureRequest) -> str:
+    """The release the test's kubectl is ("1.20" or "1.37"), for output that differs."""
+    callspec = getattr(request.node, "callspec", None)
+    return str(callspec.params.get("kubectl_binary", "1.20")) if callspec else "1.20"
+
+
+@pytest.fixture
 def kubectl_command(
     kubectl_binary: Path, api: RunningApiServer, tmp_path: Path
 ) -> tuple[list[str], dict[str, str]]:

@@ -1,12 +1,13 @@
-"""kubectl 1.20.2, unchanged, against the apiserver: what docs/clients.md §1 says it sends, and
-what its users see (stdout, stderr, exit code), checked against what etcd holds."""
+"""kubectl 1.20.2 and 1.37, unchanged, against the apiserver: what docs/clients.md §1 and §7
+say they send, and what their users see (stdout, stderr, exit code), checked against what
+etcd holds."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,25 @@ from apiserver_fixture import RunningApiServer
 
 from watchcache.apiserver.discovery import GIT_VERSION
 from watchcache.cli.load import load_objects
+from watchcache.etcd.process import EtcdCluster
 from watchcache.registry.resources import CONFIGMAPS
 
 Kubectl = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
+
+#: Every test here runs with both kubectl releases the suite drives.
+pytestmark = pytest.mark.parametrize("kubectl_binary", ["1.20", "1.37"], indirect=True)
+
+
+@pytest.fixture(scope="module")
+def etcd(kubectl_binary: Path) -> Iterator[EtcdCluster]:
+    """One etcd per kubectl release (this depends on the parametrized binary, so pytest
+    makes one per release): the tests create fixed names, and each release's run must find
+    the cluster as the other found it."""
+    del kubectl_binary
+    with EtcdCluster(1) as cluster:
+        yield cluster
+
+
 Spawn = Callable[..., Awaitable[asyncio.subprocess.Process]]
 RegistryState = Callable[[], Awaitable[dict[bytes, int]]]
 
@@ -142,11 +159,14 @@ async def test_get_missing_object_is_not_found(kubectl: Kubectl) -> None:
     assert 'Error from server (NotFound): configmaps "nope" not found' in result.stderr
 
 
-async def test_version_shows_the_server_version(kubectl: Kubectl) -> None:
+async def test_version_shows_the_server_version(kubectl: Kubectl, kubectl_version: str) -> None:
     out = ok(await kubectl("version"))
     server = [line for line in out.splitlines() if line.startswith("Server Version")]
     assert len(server) == 1, out
-    assert f'GitVersion:"{GIT_VERSION}"' in server[0]
+    if kubectl_version == "1.20":
+        assert f'GitVersion:"{GIT_VERSION}"' in server[0]
+    else:
+        assert server[0] == f"Server Version: {GIT_VERSION}"
 
 
 # -- writes ---------------------------------------------------------------------------------
@@ -241,13 +261,18 @@ async def test_apply_creates_leaves_unchanged_and_configures(
     assert json.loads(patched["metadata"]["annotations"][last_applied])["data"] == changed
 
 
-async def test_delete(api: RunningApiServer, http: httpx.AsyncClient, kubectl: Kubectl) -> None:
+async def test_delete(
+    api: RunningApiServer, http: httpx.AsyncClient, kubectl: Kubectl, kubectl_version: str
+) -> None:
     await create_namespace(http, "e2e-delete")
     await create_configmap(http, "e2e-delete", "doomed", k="v")
     await create_configmap(http, "e2e-delete", "kept", k="v")
     # kubectl 1.20 waits for the object to go with a metadata.name field selector.
     out = ok(await kubectl("delete", "cm", "doomed", "-n", "e2e-delete"))
-    assert out.strip() == 'configmap "doomed" deleted'
+    if kubectl_version == "1.20":
+        assert out.strip() == 'configmap "doomed" deleted'
+    else:
+        assert out.strip() == 'configmap "doomed" deleted from e2e-delete namespace'
     keys = set(await stored(api, CONFIGMAPS.collection_prefix("e2e-delete")))
     assert keys == {"/registry/configmaps/e2e-delete/kept"}
 
