@@ -4,9 +4,12 @@
 Usage (from the repository root)::
 
     .venv/bin/python scripts/gen-schema.py \\
-        --api /work/.mirror/kubernetes+api/repo \\
-        --apimachinery /work/.mirror/kubernetes+apimachinery/repo \\
+        --api <kubernetes/api checkout> \\
+        --apimachinery <kubernetes/apimachinery checkout> \\
         [--rev HEAD] [--out python/watchcache/wire/k8s_schema.json]
+
+``tests/unit/test_protobuf.py`` reruns it and compares with the committed output when
+``K8S_API_REPO`` and ``K8S_APIMACHINERY_REPO`` name such checkouts.
 
 ``--api`` and ``--apimachinery`` are git repositories (bare or not) of kubernetes/api and
 kubernetes/apimachinery; files are read with ``git show <rev>:<path>``, nothing is copied.

@@ -1,5 +1,5 @@
 // engine_bench: the default-fan-out engine (watchcache::Tree, F = WATCHCACHE_FANOUT) against
-// the design's native targets (/work/shared/DESIGN.md "Performance targets"), at 1M
+// the design's native targets (docs/architecture.md §7, "Performance targets"), at 1M
 // Kubernetes-shaped keys (bench_common.hpp) whose items carry one label {app: x-N}.
 //
 // Rows (medians of repetitions; loops timed in short batches, robust to preemption; writes

@@ -12,7 +12,7 @@
 namespace watchcache::token {
 namespace {
 
-// Minted by a Go apiserver: rv 12345 and -1, start "/ns/name\x00" (SEMANTICS.md §1.1).
+// Minted by a Go apiserver: rv 12345 and -1, start "/ns/name\x00" (docs/semantics.md §1.1).
 constexpr std::string_view kGo12345 = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIzNDUsInN0YXJ0IjoiL25zL25hbWVcdTAwMDAifQ";
 constexpr std::string_view kGoMinus1 = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6LTEsInN0YXJ0IjoiL25zL25hbWVcdTAwMDAifQ";
 
