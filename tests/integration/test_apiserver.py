@@ -10,27 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from apiserver_fixture import RunningApiServer, running_apiserver
-
-from watchcache.etcd.process import EtcdCluster
+from apiserver_fixture import RunningApiServer
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 TABLE_ACCEPT = (
     "application/json;as=Table;v=v1;g=meta.k8s.io,"
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 )
-
-
-@pytest.fixture
-async def api(etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    async with running_apiserver(etcd.endpoints, min_request_timeout=5) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(api: RunningApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
-        yield client
 
 
 def configmap(name: str, namespace: str | None = "default", **data: str) -> dict[str, Any]:

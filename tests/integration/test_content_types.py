@@ -4,30 +4,14 @@ warnings and refusals."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
-from apiserver_fixture import RunningApiServer, running_apiserver
-
-from watchcache.etcd.process import EtcdCluster
+from apiserver_fixture import RunningApiServer
 
 CM = "/api/v1/namespaces/default/configmaps"
 CAPTURED = Path(__file__).parents[1] / "data" / "kubectl-1.37"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-
-@pytest.fixture
-async def api(etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    async with running_apiserver(etcd.endpoints, min_request_timeout=5) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(api: RunningApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
-        yield client
 
 
 async def test_a_yaml_body_creates_the_same_object_as_json(http: httpx.AsyncClient) -> None:

@@ -4,29 +4,14 @@ the real write would have answered, and etcd's revision does not move."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from apiserver_fixture import RunningApiServer, running_apiserver
-
-from watchcache.etcd.process import EtcdCluster
+from apiserver_fixture import RunningApiServer
 
 CM = "/api/v1/namespaces/default/configmaps"
 DRY = {"dryRun": "All"}
-
-
-@pytest.fixture
-async def api(etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    async with running_apiserver(etcd.endpoints, min_request_timeout=5) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(api: RunningApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
-        yield client
 
 
 async def revision(api: RunningApiServer) -> int:

@@ -8,30 +8,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-import pytest
-from apiserver_fixture import RunningApiServer, running_apiserver
-
-from watchcache.etcd.process import EtcdCluster
+from apiserver_fixture import RunningApiServer
 
 CM = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
 MERGE = {"Content-Type": "application/merge-patch+json"}
-
-
-@pytest.fixture
-async def api(etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    async with running_apiserver(etcd.endpoints, min_request_timeout=5) as running:
-        yield running
-
-
-@pytest.fixture
-async def http(api: RunningApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=api.url, timeout=10) as client:
-        yield client
 
 
 def configmap(name: str, **metadata: Any) -> dict[str, Any]:
