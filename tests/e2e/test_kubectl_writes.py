@@ -100,7 +100,8 @@ async def test_patch_a_pod_status_through_the_subresource(
 async def test_create_configmap_secret_namespace_and_run_send_protobuf_and_work(
     api: RunningApiServer, http: httpx.AsyncClient, kubectl: Kubectl
 ) -> None:
-    """kubectl 1.32+ sends these typed creates as application/vnd.kubernetes.protobuf."""
+    """kubectl 1.32+ sends the typed creates as application/vnd.kubernetes.protobuf (run
+    sends JSON)."""
     out = ok(await kubectl("create", "namespace", "k37-made"))
     assert out.strip() == "namespace/k37-made created"
     namespace_obj = await stored(api, "/registry/namespaces/k37-made")
