@@ -39,6 +39,8 @@ from watchcache.wire.options import ListOptions, WatchOptions
 
 log = logging.getLogger(__name__)
 
+#: A replay reads this many objects at a time.
+_PAGE: Final = 500
 #: How long to wait before watching again after a watch could not start.
 RETRY_SECONDS: Final = 0.5
 #: client-go's default controller rate limiter: 5 ms doubling to 1000 s; capped lower here
@@ -79,12 +81,16 @@ class Follower:
     """Keeps ``handler`` informed of every object under a cache, across watch restarts.
 
     ``synced`` is set once the first full state has been delivered (controllers that must
-    not act on a partial view, like the garbage collector, wait for it).
+    not act on a partial view, like the garbage collector, wait for it). With
+    ``replay=False`` only changes are delivered, from whatever state the cache is in when
+    the watch starts (for controllers that are only woken by changes): no list, no keys
+    kept.
     """
 
-    def __init__(self, cache: WatchCache, handler: Handler) -> None:
+    def __init__(self, cache: WatchCache, handler: Handler, *, replay: bool = True) -> None:
         self.cache = cache
         self.handler = handler
+        self.replay = replay
         self.synced = asyncio.Event()
         self._known: set[str] = set()
 
@@ -98,26 +104,47 @@ class Follower:
             await asyncio.sleep(RETRY_SECONDS)
 
     async def _watch_once(self) -> None:
-        listed = await self.cache.list(ListOptions(resource_version="0"))
-        present: set[str] = set()
-        for item in listed.items:
-            present.add(item.key)
-            self._deliver(EventType.ADDED, item.key, item.value)
-        for key in self._known - present:
-            self._deliver(EventType.DELETED, key, b"")
-        self._known = present
-        self.synced.set()
-        opts = WatchOptions(resource_version=str(listed.resource_version))
-        async with self.cache.watch(opts) as watcher:
+        if self.replay:
+            start = await self._replay()
+        else:
+            start, _ = self.cache.snapshot()
+            self.synced.set()
+        async with self.cache.watch(WatchOptions(resource_version=str(start))) as watcher:
             async for event in watcher:
                 changed = event.item
                 if changed is None:
                     continue
-                if event.type is EventType.DELETED:
-                    self._known.discard(changed.key)
-                else:
-                    self._known.add(changed.key)
+                if self.replay:
+                    if event.type is EventType.DELETED:
+                        self._known.discard(changed.key)
+                    else:
+                        self._known.add(changed.key)
                 self._deliver(event.type, changed.key, event.object)
+
+    async def _replay(self) -> int:
+        """Deliver the cache's current state as ADDED (and what a relist found gone as
+        DELETED); the resourceVersion to watch from. Read a page at a time from one
+        snapshot, yielding to the event loop between pages, so that following a large
+        cache never holds the loop (or a copy of every object) at once."""
+        present: set[str] = set()
+        opts = ListOptions(resource_version="0", limit=_PAGE)
+        page = await self.cache.list(opts)
+        start = page.resource_version
+        while True:
+            for item in page.items:
+                present.add(item.key)
+                self._deliver(EventType.ADDED, item.key, item.value)
+            if not page.continue_token:
+                break
+            await asyncio.sleep(0)
+            page = await self.cache.list(
+                ListOptions(limit=_PAGE, continue_token=page.continue_token)
+            )
+        for key in self._known - present:
+            self._deliver(EventType.DELETED, key, b"")
+        self._known = present
+        self.synced.set()
+        return start
 
     def _deliver(self, kind: EventType, key: str, value: bytes) -> None:
         try:

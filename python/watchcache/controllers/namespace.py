@@ -78,7 +78,8 @@ class NamespaceController:
         """Until cancelled."""
         followers = [Follower(self.caches["namespaces"], self._namespace_changed)]
         followers += [
-            Follower(self.caches[spec.name], self._content_changed) for spec in self._namespaced
+            Follower(self.caches[spec.name], self._content_changed, replay=False)
+            for spec in self._namespaced
         ]
         try:
             async with asyncio.TaskGroup() as group:
