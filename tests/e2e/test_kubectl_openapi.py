@@ -278,6 +278,24 @@ async def test_explain_pod_spec_containers(kubectl: Kubectl, kubectl_version: st
     assert re.search(r"^FIELD: +containerPort <integer>$", port, re.MULTILINE), port
 
 
+@BOTH
+async def test_explain_a_cluster_scoped_kind(kubectl: Kubectl) -> None:
+    out = ok(await kubectl("explain", "namespace.status"))
+    assert "KIND:" in out and "Namespace" in out
+    fields = explained_fields(out)
+    assert fields["phase"] == "string"
+    assert fields["conditions"] in ("[]Object", "[]NamespaceCondition")
+
+
+@pytest.mark.parametrize("kubectl_binary", ["1.37"], indirect=True)
+async def test_kubectl_137_explains_from_v2_too(kubectl: Kubectl) -> None:
+    out = ok(await kubectl("explain", "secret", "--output=plaintext-openapiv2"))
+    assert "KIND:" in out and "Secret" in out
+    fields = explained_fields(out)
+    assert fields["stringData"] == "map[string]string"
+    assert fields["type"] == "string"
+
+
 # -- client-side validation -------------------------------------------------------------------
 
 

@@ -801,3 +801,28 @@ def test_a_crd_schema_replaces_the_builtin_one() -> None:
     assert "properties" not in v2_spec["extra"]  # unknown fields kept: not kubectl's error
     # The core documents are unchanged by the CRD, so their hash is too.
     assert documents.v3("api/v1") == build_documents(CORE).v3("api/v1")
+
+
+def test_a_named_group_gets_a_document_of_its_own() -> None:
+    leases = ResourceSpec("leases", "lease", "Lease", group="coordination.k8s.io")
+    documents = build_documents((*CORE, leases))
+    index = json.loads(documents.v3_index.body)
+    assert list(index["paths"]) == ["api/v1", "apis/coordination.k8s.io/v1"]
+    document = v3(documents, "apis/coordination.k8s.io/v1")
+    schemas = document["components"]["schemas"]
+    assert schemas["io.k8s.api.coordination.v1.Lease"][GVK] == [
+        {"group": "coordination.k8s.io", "kind": "Lease", "version": "v1"}
+    ]
+    assert schemas[META + "Status"][GVK] == [
+        {"group": "coordination.k8s.io", "kind": "Status", "version": "v1"}
+    ]
+    assert not any(name.startswith(V1) for name in schemas)
+    item = document["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]
+    assert item["patch"]["operationId"] == "patchCoordinationV1NamespacedLease"
+    assert item["patch"]["tags"] == ["coordination_v1"]
+    assert "application/strategic-merge-patch+json" in item["patch"]["requestBody"]["content"]
+    swagger = json.loads(documents.v2_json.body)
+    assert swagger["definitions"][META + "Status"][GVK] == [
+        {"group": "", "kind": "Status", "version": "v1"},
+        {"group": "coordination.k8s.io", "kind": "Status", "version": "v1"},
+    ]
