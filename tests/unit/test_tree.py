@@ -831,3 +831,11 @@ def test_a_watch_cache_with_snapshots_turns_prefaulting_on() -> None:
         assert _core.set_prefault(False) is pooled
     finally:
         _core.set_prefault(True)
+
+
+def test_a_key_utf8_cannot_carry_is_refused() -> None:
+    # A lone surrogate is not text UTF-8 can encode: refused, and nothing is stored.
+    tree = _core.Tree()
+    with pytest.raises(UnicodeEncodeError):
+        tree["\ud800"] = b"v"
+    assert len(tree) == 0
