@@ -115,6 +115,8 @@ EXPECTED_FIELDS: dict[str, dict[str, int]] = {
     "etcdserverpb.TxnResponse": {"header": 1, "succeeded": 2, "responses": 3},
     "etcdserverpb.CompactionRequest": {"revision": 1, "physical": 2},
     "etcdserverpb.CompactionResponse": {"header": 1},
+    "etcdserverpb.LeaseGrantRequest": {"TTL": 1, "ID": 2},
+    "etcdserverpb.LeaseGrantResponse": {"header": 1, "ID": 2, "TTL": 3, "error": 4},
     "etcdserverpb.WatchRequest": {"create_request": 1, "cancel_request": 2, "progress_request": 3},
     "etcdserverpb.WatchCreateRequest": {
         "key": 1,
@@ -325,6 +327,7 @@ def test_watch_response_round_trip() -> None:
 SERVICES = {
     "KV": ["Range", "Put", "DeleteRange", "Txn", "Compact"],
     "Watch": ["Watch"],
+    "Lease": ["LeaseGrant"],
     "Cluster": ["MemberList"],
     "Maintenance": ["Status"],
 }
@@ -347,6 +350,7 @@ def test_services_and_method_paths() -> None:
         "etcdserverpb.Watch.Watch",
         "etcdserverpb.Maintenance.Status",
         "etcdserverpb.Cluster.MemberList",
+        "etcdserverpb.Lease.LeaseGrant",
     ):
         service_name, _, method_name = full_name.removeprefix("etcdserverpb.").partition(".")
         method = file.services_by_name[service_name].methods_by_name[method_name]

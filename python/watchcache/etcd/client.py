@@ -329,19 +329,38 @@ class EtcdClient:
 
     # -- compare-and-swap helpers -----------------------------------------------------------
 
-    async def create(self, key: bytes, value: bytes) -> TxnResult:
-        """Put ``key`` only if it does not exist (``create_revision == 0``)."""
+    async def grant_lease(self, ttl_seconds: int, *, timeout: float | None = None) -> int:
+        """A new etcd lease of ``ttl_seconds``; keys put with it are deleted when it
+        expires. Its ID."""
+        response = await self.call(
+            "/etcdserverpb.Lease/LeaseGrant",
+            rpc_pb2.LeaseGrantRequest(TTL=ttl_seconds),
+            rpc_pb2.LeaseGrantResponse,
+            timeout=timeout,
+        )
+        if response.error:
+            raise EtcdError(f"etcd refused a lease: {response.error}")
+        return int(response.ID)
+
+    async def create(self, key: bytes, value: bytes, *, lease: int = 0) -> TxnResult:
+        """Put ``key`` only if it does not exist (``create_revision == 0``); ``lease``
+        attaches the key to an etcd lease (0: none)."""
         compare = rpc_pb2.Compare(
             key=key,
             target=rpc_pb2.Compare.CREATE,
             result=rpc_pb2.Compare.EQUAL,
             create_revision=0,
         )
-        return await self._swap(key, compare, _put_op(key, value))
+        return await self._swap(key, compare, _put_op(key, value, lease))
 
-    async def update(self, key: bytes, value: bytes, mod_revision: int) -> TxnResult:
-        """Put ``key`` only if its last change is at ``mod_revision``."""
-        return await self._swap(key, _mod_revision_is(key, mod_revision), _put_op(key, value))
+    async def update(
+        self, key: bytes, value: bytes, mod_revision: int, *, lease: int = 0
+    ) -> TxnResult:
+        """Put ``key`` only if its last change is at ``mod_revision`` (with ``lease``: the
+        key's lease becomes that one)."""
+        return await self._swap(
+            key, _mod_revision_is(key, mod_revision), _put_op(key, value, lease)
+        )
 
     async def delete(self, key: bytes, mod_revision: int = 0) -> TxnResult:
         """Delete ``key`` (only if its last change is at ``mod_revision`` when given);
@@ -410,8 +429,8 @@ def _serialize(message: Message) -> bytes:
     return message.SerializeToString()
 
 
-def _put_op(key: bytes, value: bytes) -> rpc_pb2.RequestOp:
-    return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value))
+def _put_op(key: bytes, value: bytes, lease: int = 0) -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value, lease=lease))
 
 
 def _mod_revision_is(key: bytes, mod_revision: int) -> rpc_pb2.Compare:
