@@ -695,6 +695,10 @@ COLLECTIONS = st.sampled_from(
         "/api/v1/namespaces/fuzz-a/pods",
         "/api/v1/namespaces",
         "/api/v1/secrets",
+        "/api/v1/events",
+        "/api/v1/namespaces/fuzz-a/events",
+        "/apis/coordination.k8s.io/v1/leases",
+        "/apis/coordination.k8s.io/v1/namespaces/fuzz-b/leases",
     ]
 )
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"

@@ -28,6 +28,8 @@ API_V1 = (
     '{"kind":"APIResourceList","groupVersion":"v1","resources":['
     '{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap",'
     f'"verbs":{_NS_VERBS},"shortNames":["cm"],"storageVersionHash":"qFsyl6wFWjQ="}},'
+    '{"name":"events","singularName":"event","namespaced":true,"kind":"Event",'
+    f'"verbs":{_NS_VERBS},"shortNames":["ev"],"storageVersionHash":"r2yiGXH7wu8="}},'
     '{"name":"namespaces","singularName":"namespace","namespaced":false,"kind":"Namespace",'
     '"verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["ns"],'
     '"storageVersionHash":"Q3oi5N2YM8M="},'
@@ -220,10 +222,15 @@ def test_the_python_client_deserializes_every_document() -> None:
         discovery.api_resource_list_json(DEFAULT_RESOURCES).decode()
     )
     short_names = [r.short_names for r in resources.resources]
-    assert short_names == [["cm"], ["ns"], None, None, ["po"], None, None]
+    assert short_names == [["cm"], ["ev"], ["ns"], None, None, ["po"], None, None]
     versions = client.V1APIVersions.from_json(discovery.api_versions_json("").decode())
     assert versions.versions == ["v1"]
     groups = client.V1APIGroupList.from_json(discovery.api_group_list_json().decode())
     assert groups.groups == []
+    served = client.V1APIGroupList.from_json(
+        discovery.api_group_list_json(DEFAULT_RESOURCES).decode()
+    )
+    assert [g.name for g in served.groups] == ["coordination.k8s.io"]
+    assert served.groups[0].preferred_version.group_version == "coordination.k8s.io/v1"
     info = client.VersionInfo.from_json(discovery.version_info_json().decode())
     assert info.git_version == discovery.GIT_VERSION

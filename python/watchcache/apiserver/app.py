@@ -89,35 +89,48 @@ class ApiServer:
         **cache_options: Any,
     ) -> None:
         self.client = client
-        self.resources = {spec.name: spec for spec in resources}
         self.garbage_collection = garbage_collection
+        self.consistent_reads = consistent_reads
+        self.cache_options = cache_options
         self._controllers: list[asyncio.Task[None]] = []
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
         self.support = ProgressRequestSupport()
+        #: Served resources, caches and stores by ``group_resource``.
+        self.resources: dict[str, ResourceSpec] = {}
         self.caches: dict[str, SyncedCache] = {}
         self.stores: dict[str, ObjectStore] = {}
-        namespace_phase = self._namespace_phase if "namespaces" in self.resources else None
+        #: Served resources by URL: (group, version, plural).
+        self._by_path: dict[tuple[str, str, str], ResourceSpec] = {}
+        self._serves_namespaces = any(spec.group_resource == "namespaces" for spec in resources)
         for spec in resources:
-            self.caches[spec.name] = SyncedCache(
-                client,
-                spec.prefix,
-                resource=spec.name,
-                kind=spec.kind,
-                group=spec.group,
-                api_version=spec.api_version,
-                codec=spec.codec(),
-                mode=consistent_reads,
-                support=self.support,
-                **cache_options,
-            )
-            self.stores[spec.name] = ObjectStore(
-                client,
-                spec,
-                cache=self.caches[spec.name].cache,
-                namespace_phase=namespace_phase,
-                garbage_collection=garbage_collection,
-            )
+            self._install(spec)
+
+    def _install(self, spec: ResourceSpec) -> None:
+        name = spec.group_resource
+        if name in self.resources:
+            raise ValueError(f"the resource {name} is served already")
+        self.caches[name] = SyncedCache(
+            self.client,
+            spec.prefix,
+            resource=spec.name,
+            kind=spec.kind,
+            group=spec.group,
+            api_version=spec.api_version,
+            codec=spec.codec(),
+            mode=self.consistent_reads,
+            support=self.support,
+            **self.cache_options,
+        )
+        self.stores[name] = ObjectStore(
+            self.client,
+            spec,
+            cache=self.caches[name].cache,
+            namespace_phase=self._namespace_phase if self._serves_namespaces else None,
+            garbage_collection=self.garbage_collection,
+        )
+        self.resources[name] = spec
+        self._by_path[(spec.group, spec.version, spec.name)] = spec
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -127,7 +140,7 @@ class ApiServer:
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
         caches = {name: synced.cache for name, synced in self.caches.items()}
         loops = []
-        if "namespaces" in self.resources:
+        if self._serves_namespaces:
             loops.append(NamespaceController(self.resources, caches, self.stores).run())
         if self.garbage_collection:
             loops.append(GarbageCollector(self.resources, caches, self.stores).run())
@@ -162,6 +175,8 @@ class ApiServer:
             Route("/api", self._api),
             Route("/apis", self._apis),
             Route("/api/v1", self._api_v1),
+            Route("/apis/{group}", self._api_group),
+            Route("/apis/{group}/{version}", self._api_group_version),
             Route("/healthz", self._healthz),
             Route("/livez", self._healthz),
             Route("/readyz", self._readyz),
@@ -185,6 +200,28 @@ class ApiServer:
             ),
             Route("/api/v1/{resource}/{name}", self._cluster_item, methods=_ITEM),
             Route("/api/v1/{resource}", self._cluster_collection, methods=_COLL),
+            Route(
+                "/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}/{subresource}",
+                self._item,
+                methods=_SUBRESOURCE,
+            ),
+            Route(
+                "/apis/{group}/{version}/namespaces/{namespace}/{resource}/{name}",
+                self._item,
+                methods=_ITEM,
+            ),
+            Route(
+                "/apis/{group}/{version}/namespaces/{namespace}/{resource}",
+                self._collection,
+                methods=_COLL,
+            ),
+            Route(
+                "/apis/{group}/{version}/{resource}/{name}/{subresource}",
+                self._cluster_item,
+                methods=_SUBRESOURCE,
+            ),
+            Route("/apis/{group}/{version}/{resource}/{name}", self._cluster_item, methods=_ITEM),
+            Route("/apis/{group}/{version}/{resource}", self._cluster_collection, methods=_COLL),
         ]
         return Starlette(
             routes=routes,
@@ -202,10 +239,24 @@ class ApiServer:
         return _json(discovery.api_versions_json(host))
 
     async def _apis(self, _request: Request) -> Response:
-        return _json(discovery.api_group_list_json())
+        return _json(discovery.api_group_list_json(self.resources.values()))
 
     async def _api_v1(self, _request: Request) -> Response:
         return _json(discovery.api_resource_list_json(list(self.resources.values())))
+
+    async def _api_group(self, request: Request) -> Response:
+        group = discovery.api_group(self.resources.values(), request.path_params["group"])
+        if group is None:
+            return await self._not_found(request, LookupError())
+        return _json(gojson.dumpb(group))
+
+    async def _api_group_version(self, request: Request) -> Response:
+        params = request.path_params
+        group_version = f"{params['group']}/{params['version']}"
+        served = [s for s in self.resources.values() if s.api_version == group_version]
+        if not served:
+            return await self._not_found(request, LookupError())
+        return _json(discovery.api_resource_list_json(served, group_version))
 
     async def _healthz(self, _request: Request) -> Response:
         return PlainTextResponse("ok")
@@ -238,7 +289,10 @@ class ApiServer:
     # -- routing ----------------------------------------------------------------------------
 
     def _resource(self, request: Request, *, namespaced_path: bool) -> ResourceSpec:
-        spec = self.resources.get(request.path_params["resource"])
+        params = request.path_params
+        spec = self._by_path.get(
+            (params.get("group", ""), params.get("version", "v1"), params["resource"])
+        )
         if spec is None or (namespaced_path and not spec.namespaced):
             raise NotFoundError("the server could not find the requested resource")
         return spec
@@ -247,13 +301,16 @@ class ApiServer:
         # /api/v1/namespaces/x/status is namespace x's status, not a resource "status".
         params = request.path_params
         resource = params["resource"]
-        if resource not in self.resources and resource in _NAMESPACE_SUBRESOURCES:
+        if ("", "v1", resource) not in self._by_path and resource in _NAMESPACE_SUBRESOURCES:
             params.update(resource="namespaces", name=params.pop("namespace"))
             params["subresource"] = resource
             return await _guard(self._serve_item(request, None))
         if request.method not in _COLL:
             return _status_response(MethodNotAllowedError())
         return await _guard(self._serve_collection(request, params["namespace"]))
+
+    async def _collection(self, request: Request) -> Response:
+        return await _guard(self._serve_collection(request, request.path_params["namespace"]))
 
     async def _cluster_collection(self, request: Request) -> Response:
         return await _guard(self._serve_collection(request, None))
@@ -273,7 +330,7 @@ class ApiServer:
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
             obj, warnings = _decode(request, body, spec, create.field_validation)
-            created = await self.stores[spec.name].create(
+            created = await self.stores[spec.group_resource].create(
                 namespace or "", obj, dry_run=create.dry_run
             )
             return _json(created, status=201, warnings=warnings)
@@ -286,7 +343,7 @@ class ApiServer:
             if isinstance(selection, WatchOptions):
                 raise BadRequestError("a watch cannot delete a collection")
             _check_fields(spec, selection.field_requirements)
-            deleted = await self.stores[spec.name].delete_collection(
+            deleted = await self.stores[spec.group_resource].delete_collection(
                 namespace or "", selection, _delete_options(request, body, query)
             )
             return _json(deleted)
@@ -310,7 +367,7 @@ class ApiServer:
             part = Subresource(subresource)
             if _VERBS[request.method] not in spec.subresource_verbs(subresource):
                 raise MethodNotAllowedError()
-        store = self.stores[spec.name]
+        store = self.stores[spec.group_resource]
         ns = namespace or ""
         method = request.method
         if method == "GET":
@@ -348,7 +405,7 @@ class ApiServer:
         _check_fields(spec, opts.field_requirements)
         if opts.limit > self.max_limit:
             opts = dataclasses.replace(opts, limit=self.max_limit)
-        cache = self.caches[spec.name].cache
+        cache = self.caches[spec.group_resource].cache
         result = await cache.list(opts, prefix=spec.collection_prefix(namespace))
         table = _table_request(request)
         if table is not None:
@@ -367,7 +424,7 @@ class ApiServer:
         self, request: Request, spec: ResourceSpec, namespace: str, name: str
     ) -> Response:
         resource_version = dict(_query(request)).get("resourceVersion", "")
-        cache = self.caches[spec.name].cache
+        cache = self.caches[spec.group_resource].cache
         item = await cache.get(spec.key(namespace, name), resource_version)
         table = _table_request(request)
         if table is not None:
@@ -391,7 +448,7 @@ class ApiServer:
             timeout = int(self.min_request_timeout * (1 + random.random()))
             opts = dataclasses.replace(opts, timeout_seconds=timeout)
         table = _table_request(request)
-        cache = self.caches[spec.name].cache
+        cache = self.caches[spec.group_resource].cache
         watcher = cache.watch(opts, prefix=spec.collection_prefix(namespace))
         first_error: bytes | None = None
         try:

@@ -95,9 +95,34 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
-def api_group_list() -> dict[str, Any]:
-    """``APIGroupList`` for ``/apis``: no API groups besides the legacy core group."""
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": []}
+def api_groups(resources: Iterable[ResourceSpec]) -> list[dict[str, Any]]:
+    """One ``APIGroup`` (without kind and apiVersion, as inside a list) per named group
+    served, sorted by name; each group's versions in the order first served, the first
+    being the preferred one."""
+    versions: dict[str, list[str]] = {}
+    for spec in resources:
+        if spec.group:
+            listed = versions.setdefault(spec.group, [])
+            if spec.version not in listed:
+                listed.append(spec.version)
+    groups = []
+    for name in sorted(versions):
+        entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions[name]]
+        groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
+    return groups
+
+
+def api_group_list(resources: Iterable[ResourceSpec] = ()) -> dict[str, Any]:
+    """``APIGroupList`` for ``/apis``: the named groups served (the core group is ``/api``)."""
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": api_groups(resources)}
+
+
+def api_group(resources: Iterable[ResourceSpec], name: str) -> dict[str, Any] | None:
+    """``APIGroup`` for ``/apis/<name>``, or None when the group is not served."""
+    for group in api_groups(resources):
+        if group["name"] == name:
+            return {"kind": "APIGroup", "apiVersion": "v1", **group}
+    return None
 
 
 def storage_version_hash(group: str, version: str, kind: str) -> str:
@@ -164,9 +189,9 @@ def api_versions_json(server_address: str) -> bytes:
     return gojson.dumpb(api_versions(server_address))
 
 
-def api_group_list_json() -> bytes:
+def api_group_list_json(resources: Iterable[ResourceSpec] = ()) -> bytes:
     """:func:`api_group_list` as the response body."""
-    return gojson.dumpb(api_group_list())
+    return gojson.dumpb(api_group_list(resources))
 
 
 def api_resource_list_json(resources: Iterable[ResourceSpec], group_version: str = "v1") -> bytes:

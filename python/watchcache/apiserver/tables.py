@@ -41,6 +41,7 @@ thread-safe; nothing is cached between calls.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -297,6 +298,29 @@ COLUMNS: Final[Mapping[str, tuple[Column, ...]]] = {
             priority=1,
         ),
     ),
+    "events": (
+        Column("Last Seen", "string", "Time since the event was last seen."),
+        Column("Type", "string", "Type of the event (Normal, Warning)."),
+        Column("Reason", "string", "Why the event happened, in one word."),
+        Column("Object", "string", "The object the event is about, as kind/name."),
+        Column("Subobject", "string", "The part of the object the event is about.", priority=1),
+        Column("Source", "string", "The component that reported the event.", priority=1),
+        Column("Message", "string", "What happened, for people."),
+        Column("First Seen", "string", "Time since the event was first seen.", priority=1),
+        Column("Count", "string", "How many times the event happened.", priority=1),
+        Column(
+            "Name",
+            "string",
+            "Name of the Event object.",
+            format="name",
+            priority=1,
+        ),
+    ),
+    "leases.coordination.k8s.io": (
+        _NAME,
+        Column("Holder", "string", "The identity of the lease's current holder."),
+        _AGE,
+    ),
 }
 #: Kubernetes' default TableConvertor, for a resource without a printer.
 DEFAULT_COLUMNS: Final = (
@@ -515,22 +539,145 @@ def _aware(now: datetime) -> datetime:
     return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
+def _event_cells(event: _Object, now: datetime) -> _Row:
+    # printEvent: a new-API event has eventTime instead of the timestamps, and a series
+    # instead of the count.
+    first = since(event.get("firstTimestamp"), now)
+    if parse_time(event.get("firstTimestamp")) is None:
+        first = since(event.get("eventTime"), now)
+    last = since(event.get("lastTimestamp"), now)
+    if parse_time(event.get("lastTimestamp")) is None:
+        last = first
+    count = _int(event.get("count"))
+    series = event.get("series")
+    if isinstance(series, Mapping):
+        last = since(series.get("lastObservedTime"), now)
+        count = _int(series.get("count"))
+    elif count == 0:
+        count = 1
+    involved = _dict(event.get("involvedObject"))
+    kind = str(involved.get("kind") or "").lower()
+    name = str(involved.get("name") or "")
+    target = f"{kind}/{name}" if name else kind
+    source = _dict(event.get("source"))
+    component = str(source.get("component") or event.get("reportingComponent") or "")
+    instance = str(source.get("host") or event.get("reportingInstance") or "")
+    return [
+        last,
+        event.get("type", ""),
+        event.get("reason", ""),
+        target,
+        involved.get("fieldPath", ""),
+        f"{component}, {instance}" if instance else component,
+        str(event.get("message") or "").strip(),
+        first,
+        count,
+        _dict(event.get("metadata")).get("name", ""),
+    ], None
+
+
+def _lease_cells(lease: _Object, now: datetime) -> _Row:
+    meta = _dict(lease.get("metadata"))
+    holder = _dict(lease.get("spec")).get("holderIdentity") or ""
+    return [meta.get("name", ""), holder, since(meta.get("creationTimestamp"), now)], None
+
+
 _CELLS: Final[Mapping[str, Callable[[_Object, datetime], _Row]]] = {
     "configmaps": _configmap_cells,
     "secrets": _secret_cells,
     "namespaces": _namespace_cells,
     "pods": _pod_cells,
+    "events": _event_cells,
+    "leases.coordination.k8s.io": _lease_cells,
 }
 
 
 def columns(spec: ResourceSpec) -> tuple[Column, ...]:
-    """The Table columns of ``spec``'s resource (Kubernetes' defaults if it has no printer)."""
-    return COLUMNS.get(spec.name, DEFAULT_COLUMNS)
+    """The Table columns of ``spec``'s resource: its declared printer columns after Name,
+    else Kubernetes' printer for a built-in kind, else Kubernetes' defaults."""
+    if spec.printer_columns:
+        return (
+            _NAME,
+            *(
+                Column(c.name, c.type, c.description, c.format, c.priority)
+                for c in spec.printer_columns
+            ),
+        )
+    return COLUMNS.get(spec.group_resource, DEFAULT_COLUMNS)
 
 
 def row_cells(spec: ResourceSpec, obj: Mapping[str, Any], now: datetime) -> list[Any]:
     """The cells of one object's row, one per column of :func:`columns`."""
-    return _CELLS.get(spec.name, _default_cells)(obj, now)[0]
+    return _cells_of(spec)(obj, now)[0]
+
+
+def _cells_of(spec: ResourceSpec) -> Callable[[_Object, datetime], _Row]:
+    if spec.printer_columns:
+        declared = spec.printer_columns
+
+        def cells(obj: _Object, now: datetime) -> _Row:
+            name = _dict(obj.get("metadata")).get("name", "")
+            return [name, *(_column_cell(obj, c.json_path, c.type, now) for c in declared)], None
+
+        return cells
+    return _CELLS.get(spec.group_resource, _default_cells)
+
+
+def _column_cell(obj: _Object, json_path: str, kind: str, now: datetime) -> Any:
+    """A declared column's cell: the value at ``json_path``; a ``date`` is shown as its
+    age, as the CRD table convertor shows it; a path that finds nothing gives None."""
+    value = json_path_value(obj, json_path)
+    if kind == "date" and value is not None:
+        return since(value, now)
+    if isinstance(value, Mapping | list):
+        return gojson.dumps(value)
+    return value
+
+
+_PATH_STEP: Final = re.compile(
+    r"""\.(?P<field>[A-Za-z0-9_\-]+)
+      | \[(?P<index>-?[0-9]+)\]
+      | \[\?\(@\.(?P<key>[A-Za-z0-9_\-.]+)\s*==\s*(?P<quote>['"])(?P<value>.*?)(?P=quote)\)\]""",
+    re.VERBOSE,
+)
+
+
+def json_path_value(obj: Any, json_path: str) -> Any:
+    """The value a printer column's JSONPath (``.spec.replicas``, ``.items[0].x``,
+    ``.status.conditions[?(@.type=="Ready")].status``) selects; the first match of a filter;
+    None when the path selects nothing or uses JSONPath beyond these steps."""
+    path = json_path.strip()
+    if path.startswith("{") and path.endswith("}"):
+        path = path[1:-1]
+    path = path.removeprefix("$")
+    current: Any = obj
+    position = 0
+    while position < len(path):
+        step = _PATH_STEP.match(path, position)
+        if step is None:
+            return None
+        position = step.end()
+        if step["field"] is not None:
+            if not isinstance(current, Mapping) or step["field"] not in current:
+                return None
+            current = current[step["field"]]
+        elif step["index"] is not None:
+            index = int(step["index"])
+            if not isinstance(current, list) or not -len(current) <= index < len(current):
+                return None
+            current = current[index]
+        else:
+            if not isinstance(current, list):
+                return None
+            matches = [
+                item
+                for item in current
+                if str(json_path_value(item, "." + step["key"])) == step["value"]
+            ]
+            if not matches:
+                return None
+            current = matches[0]
+    return current
 
 
 # -- the Table --------------------------------------------------------------------------------
@@ -562,7 +709,7 @@ def build_table(
     if policy not in INCLUDE_OBJECT_POLICIES:
         raise BadRequestError(f"unrecognized includeObject value: {gojson.dumps(policy)}")
     api_version = f"{TABLE_GROUP}/{version}"
-    cells_of = _CELLS.get(spec.name, _default_cells)
+    cells_of = _cells_of(spec)
     rows: list[dict[str, Any]] = []
     for value in objects:
         obj = _load(value)

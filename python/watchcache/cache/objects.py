@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from watchcache._core import Item
@@ -40,12 +40,19 @@ class ObjectDecodeError(ValueError):
 class ObjectCodec:
     """Decodes etcd values of one resource into Items.
 
-    ``fields``: dotted paths extracted for field selectors (``spec.nodeName`` for pods...);
-    a missing path or a non-string value is extracted as its string form or "", which is
-    what Kubernetes' field sets give for unset fields.
+    ``fields``: the field-selector names extracted (``spec.nodeName`` for pods...), each
+    read at the same dotted path, or a ``(name, path)`` pair when the selector name is not
+    the path (core Events' ``source`` is ``source.component``); a missing path or a
+    non-string value is extracted as its string form or "", which is what Kubernetes'
+    field sets give for unset fields.
     """
 
-    fields: Sequence[str] = DEFAULT_FIELDS
+    fields: Sequence[str | tuple[str, str]] = DEFAULT_FIELDS
+    _paths: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pairs = tuple((f, f) if isinstance(f, str) else (f[0], f[1]) for f in self.fields)
+        object.__setattr__(self, "_paths", pairs)
 
     def decode(self, key: str, value: bytes, revision: int) -> Item:
         """The Item for ``value`` at ``revision``. Raises ObjectDecodeError."""
@@ -76,7 +83,7 @@ class ObjectCodec:
             _encode(obj).encode(),
             revision,
             labels=labels,
-            fields={path: field_value(obj, path) for path in self.fields},
+            fields={name: field_value(obj, path) for name, path in self._paths},
         )
 
     def restamp(self, item: Item, revision: int) -> Item:

@@ -183,7 +183,7 @@ class GarbageCollector:
         location = self._locate(ref.key)
         if location is None:
             return False
-        _, snapshot = self.caches[location.spec.name].snapshot()
+        _, snapshot = self.caches[location.spec.group_resource].snapshot()
         item = snapshot.get_item(ref.key)
         if item is None:
             return True
@@ -206,7 +206,9 @@ class GarbageCollector:
         if location is None:
             return None
         try:
-            obj, _ = await self.stores[location.spec.name].read(location.namespace, location.name)
+            obj, _ = await self.stores[location.spec.group_resource].read(
+                location.namespace, location.name
+            )
         except NotFoundError:
             return None
         return obj
@@ -238,7 +240,7 @@ class GarbageCollector:
                 solid.append(ref)
         location = self._locate(key)
         assert location is not None
-        store = self.stores[location.spec.name]
+        store = self.stores[location.spec.group_resource]
         if solid:
             gone = {ref.uid for ref in (*dangling, *waiting)}
             if gone:
@@ -300,7 +302,7 @@ class GarbageCollector:
             if location is None:
                 continue
             with contextlib.suppress(NotFoundError):
-                await self.stores[location.spec.name].mutate(
+                await self.stores[location.spec.group_resource].mutate(
                     location.namespace, location.name, lambda obj: _drop_refs(obj, {uid})
                 )
         await self._remove_finalizer(key, ORPHAN_FINALIZER)
@@ -319,7 +321,9 @@ class GarbageCollector:
                 metadata.pop("finalizers", None)
 
         with contextlib.suppress(NotFoundError):
-            await self.stores[location.spec.name].mutate(location.namespace, location.name, remove)
+            await self.stores[location.spec.group_resource].mutate(
+                location.namespace, location.name, remove
+            )
 
 
 def _drop_refs(obj: dict[str, Any], uids: set[str]) -> None:

@@ -78,7 +78,7 @@ class NamespaceController:
         """Until cancelled."""
         followers = [Follower(self.caches["namespaces"], self._namespace_changed)]
         followers += [
-            Follower(self.caches[spec.name], self._content_changed, replay=False)
+            Follower(self.caches[spec.group_resource], self._content_changed, replay=False)
             for spec in self._namespaced
         ]
         try:
@@ -130,18 +130,18 @@ class NamespaceController:
         finalizers: Counter[str] = Counter()
         options = DeleteOptions(propagation_policy=PropagationPolicy.BACKGROUND)
         for spec in self._namespaced:
-            cache = self.caches[spec.name]
+            cache = self.caches[spec.group_resource]
             listed = await cache.list(ListOptions(), prefix=spec.collection_prefix(namespace))
             for item in listed.items:
                 obj = json.loads(item.value)
                 metadata = obj.get("metadata") or {}
-                remaining[spec.name] += 1
+                remaining[spec.group_resource] += 1
                 for finalizer in metadata.get("finalizers") or []:
                     finalizers[finalizer] += 1
                 if metadata.get("deletionTimestamp"):
                     continue
                 with contextlib.suppress(NotFoundError, ConflictError):
-                    await self.stores[spec.name].delete(
+                    await self.stores[spec.group_resource].delete(
                         namespace,
                         metadata.get("name", ""),
                         DeleteOptions(

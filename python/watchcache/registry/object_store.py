@@ -45,6 +45,7 @@ import asyncio
 import contextlib
 import copy
 import enum
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -91,6 +92,9 @@ FOREGROUND_FINALIZER: Final = "foregroundDeletion"
 #: and deletes this many at a time.
 _COLLECTION_PAGE: Final = 10_000
 _COLLECTION_WORKERS: Final = 8
+#: How long one etcd lease is reused for objects with a TTL (kube-apiserver's
+#: leaseReuseDurationSeconds).
+LEASE_REUSE_SECONDS: Final = 60
 #: Kubernetes' ``OptimisticLockErrorMsg``.
 OPTIMISTIC_LOCK_MESSAGE: Final = (
     "the object has been modified; please apply your changes to the latest version and try again"
@@ -159,6 +163,10 @@ class ObjectStore:
         self.garbage_collection = garbage_collection
         self._namespace_phase = namespace_phase
         self._clock = clock
+        #: The etcd lease objects of a resource with a TTL are written with, and when it
+        #: was granted (see _lease).
+        self._lease_id = 0
+        self._lease_granted = 0.0
 
     # -- reads of the source of truth -------------------------------------------------------
 
@@ -174,6 +182,20 @@ class ObjectStore:
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
             raise InternalError(f"stored object {kv.key!r} is not a Kubernetes object")
         return obj, int(kv.mod_revision)
+
+    async def _lease(self) -> int:
+        """The etcd lease a write of this resource attaches its object to (0: none), as
+        kube-apiserver's lease manager does it: objects of a resource with a TTL (Events,
+        one hour) share a lease granted for TTL + 60 s and reused for 60 s, so a burst of
+        events costs one grant a minute and every object still lives at least its TTL."""
+        ttl = self.spec.ttl_seconds
+        if not ttl:
+            return 0
+        now = time.monotonic()
+        if not self._lease_id or now - self._lease_granted >= LEASE_REUSE_SECONDS:
+            self._lease_id = await self.client.grant_lease(ttl + LEASE_REUSE_SECONDS)
+            self._lease_granted = now
+        return self._lease_id
 
     def _answer(self, namespace: str, name: str, obj: dict[str, Any], revision: int) -> bytes:
         return self.codec.item(self.spec.key(namespace, name), obj, revision).value
@@ -197,7 +219,8 @@ class ObjectStore:
             if await self.client.get(key) is not None:
                 raise AlreadyExistsError.for_object(spec.name, name, spec.group)
             return admission.encode(obj)
-        result = await self.client.create(key, admission.encode(obj))
+        lease = await self._lease()
+        result = await self.client.create(key, admission.encode(obj), lease=lease)
         if not result.succeeded:
             error = AlreadyExistsError.for_object(spec.name, name, spec.group)
             current = result.current
@@ -422,7 +445,9 @@ class ObjectStore:
                 return self._answer(namespace, name, stored, revision)
             if dry_run:
                 return self._answer(namespace, name, result, revision)
-            written = await self.client.update(key, admission.encode(result), revision)
+            written = await self.client.update(
+                key, admission.encode(result), revision, lease=await self._lease()
+            )
             if written.succeeded:
                 return self._answer(namespace, name, result, written.revision)
             if written.current is None:
@@ -595,7 +620,9 @@ class ObjectStore:
         if marked == stored or options.dry_run:
             return WriteAnswer(self._answer(namespace, name, marked, revision), code)
         key = self.spec.key(namespace, name).encode()
-        written = await self.client.update(key, admission.encode(marked), revision)
+        written = await self.client.update(
+            key, admission.encode(marked), revision, lease=await self._lease()
+        )
         if written.succeeded:
             return WriteAnswer(self._answer(namespace, name, marked, written.revision), code)
         if written.current is None:

@@ -1,15 +1,24 @@
-"""The resources an apiserver serves: names, scope, verbs and what selectors and tables need.
+"""The resources an apiserver serves: one declared value per resource, core or named group,
+built in or an embedder's own.
 
-One :class:`ResourceSpec` per resource drives everything resource-specific: discovery
-(``/api/v1``), the etcd prefix (``/registry/<resource>/``), the fields extracted for field
-selectors, and the Table columns kubectl prints. The defaults are core/v1 ``configmaps``,
-``secrets``, ``pods`` and ``namespaces`` (cluster-scoped).
+One :class:`ResourceSpec` drives everything resource-specific: its API path
+(``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` otherwise), discovery,
+the etcd prefix (Kubernetes' layout: ``/registry/<resource>/`` for built-in kinds,
+``/registry/<group>/<resource>/`` for others, as for custom resources), the fields
+extracted for field selectors, the Table columns kubectl prints, the subresources, the
+OpenAPI schema and how long objects live (Events). Served resources are told apart by
+:attr:`ResourceSpec.group_resource` (``configmaps``, ``leases.coordination.k8s.io``), the
+name caches and stores are kept under.
+
+The built-in kinds are core/v1 ``configmaps``, ``secrets``, ``pods``, ``namespaces``
+(cluster-scoped) and ``events``, and ``coordination.k8s.io/v1`` ``leases``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from watchcache.cache.objects import ObjectCodec
 
@@ -27,9 +36,31 @@ CLUSTER_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 
 @dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """One Table column, as a CRD's ``additionalPrinterColumns`` declares it: the cell is
+    the value at ``json_path`` (``.spec.replicas``) in the object."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    format: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceSpec:
-    """A core/v1 resource. ``fields``: the field selectors it supports beyond
-    ``metadata.name``/``metadata.namespace`` (Kubernetes' per-resource field sets)."""
+    """A served resource.
+
+    ``fields``: field-selector names it supports beyond ``metadata.name`` and
+    ``metadata.namespace``; each is the object's field at the same dotted path, unless
+    ``field_paths`` maps it elsewhere (core Events' ``source`` is ``source.component``).
+    ``printer_columns``: the Table columns (none: Kubernetes' printer for the built-in
+    kinds, else Name and Created At). ``openapi_schema``: the object's OpenAPI v3 schema
+    (a CRD version's ``openAPIV3Schema``; None for built-in kinds, whose schema is the
+    wire's). ``storage_prefix``: the etcd prefix when not the default layout.
+    ``ttl_seconds``: objects expire this long after their last write (Events), 0 never.
+    """
 
     name: str
     singular: str
@@ -43,10 +74,25 @@ class ResourceSpec:
     #: Subresources served besides the object itself (``status``, a namespace's
     #: ``finalize``); discovery lists them and the handlers route them.
     subresources: tuple[str, ...] = ()
+    field_paths: tuple[tuple[str, str], ...] = ()
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    openapi_schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    storage_prefix: str = ""
+    ttl_seconds: int = 0
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """``<resource>[.<group>]``: what tells served resources apart."""
+        return f"{self.name}.{self.group}" if self.group else self.name
+
+    @property
+    def api_root(self) -> str:
+        """The path the resource's URLs start with (``/api/v1``, ``/apis/<g>/<v>``)."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
 
     @property
     def list_kind(self) -> str:
@@ -55,6 +101,10 @@ class ResourceSpec:
     @property
     def prefix(self) -> str:
         """The etcd key prefix, as Kubernetes lays keys out."""
+        if self.storage_prefix:
+            return self.storage_prefix
+        if self.group:
+            return f"/registry/{self.group}/{self.name}/"
         return f"/registry/{self.name}/"
 
     @property
@@ -72,7 +122,9 @@ class ResourceSpec:
 
     def codec(self) -> ObjectCodec:
         # Cluster-scoped objects still answer metadata.namespace="" like Kubernetes does.
-        return ObjectCodec(("metadata.name", "metadata.namespace", *self.fields))
+        paths = dict(self.field_paths)
+        selectable = ("metadata.name", "metadata.namespace", *self.fields)
+        return ObjectCodec(tuple((name, paths.get(name, name)) for name in selectable))
 
     def key(self, namespace: str, name: str) -> str:
         """The etcd key of one object (``/registry/<resource>/[<namespace>/]<name>``)."""
@@ -104,8 +156,24 @@ NAMESPACES = ResourceSpec(
     fields=("status.phase",), subresources=("finalize", "status"),
 )  # fmt: skip
 
-DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (CONFIGMAPS, SECRETS, PODS, NAMESPACES)
-KNOWN_RESOURCES: Mapping[str, ResourceSpec] = {r.name: r for r in DEFAULT_RESOURCES}
+#: core/v1 Events: kept an hour after their last write (kube-apiserver's --event-ttl), and
+#: selectable by the fields ``kubectl describe`` and ``kubectl events`` ask for.
+EVENTS = ResourceSpec(
+    "events", "event", "Event", short_names=("ev",),
+    fields=("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+            "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+            "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
+    field_paths=(("source", "source.component"),),
+    ttl_seconds=3600,
+)  # fmt: skip
+LEASES = ResourceSpec(
+    "leases", "lease", "Lease", group="coordination.k8s.io", storage_prefix="/registry/leases/",
+)  # fmt: skip
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (
+    CONFIGMAPS, SECRETS, PODS, NAMESPACES, EVENTS, LEASES,
+)  # fmt: skip
+KNOWN_RESOURCES: Mapping[str, ResourceSpec] = {r.group_resource: r for r in DEFAULT_RESOURCES}
 
 
 def select_resources(names: Iterable[str]) -> tuple[ResourceSpec, ...]:
