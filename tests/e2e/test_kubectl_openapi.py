@@ -1,140 +1,24 @@
-"""kubectl 1.20 and 1.37 against the OpenAPI documents of ``apiserver.openapi``: ``explain``,
-client-side validation of ``create -f``/``apply -f``, and kubectl 1.20's ``--dry-run=server``
-(whose DryRunVerifier needs a ``dryRun`` parameter on the kind's PATCH operation in v2).
-
-The documents are served without touching ``apiserver/app.py``: the ``api`` fixture here
-wraps ``ApiServer.app()`` in an ASGI function that answers ``/openapi/v2`` and
-``/openapi/v3...`` from :func:`~watchcache.apiserver.openapi.openapi_documents` (with the
-headers the module note prescribes) and hands every other request, and the lifespan, to
-the server's own app. The conftest's kubectl fixtures take this ``api``.
-"""
+"""kubectl 1.20 and 1.37 against the server's OpenAPI documents (``/openapi/v2``,
+``/openapi/v3``): ``explain``, client-side validation of ``create -f``/``apply -f``, and
+kubectl 1.20's ``--dry-run=server`` (whose DryRunVerifier needs a ``dryRun`` parameter on
+the kind's PATCH operation in v2)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import email.utils
 import re
 import subprocess
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import yaml
 from apiserver_fixture import RunningApiServer
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from watchcache.apiserver.app import ApiServer
-from watchcache.apiserver.http import uvicorn_config
-from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
-from watchcache.etcd.client import EtcdClient
-from watchcache.etcd.process import EtcdCluster, free_ports
-from watchcache.registry.resources import CONFIGMAPS, NAMESPACES, PODS, SECRETS
-from watchcache.registry.system_namespaces import ensure_namespaces
 
 Kubectl = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
 
-RESOURCES = (CONFIGMAPS, SECRETS, PODS, NAMESPACES)
 BOTH = pytest.mark.parametrize("kubectl_binary", ["1.20", "1.37"], indirect=True)
-
-
-# -- serving the documents in front of the apiserver ------------------------------------------
-
-
-def _answer(request: Request, document: Document, cache_control: str) -> Response:
-    headers = {"ETag": document.etag, "Vary": "Accept", "Cache-Control": cache_control}
-    if document.etag in request.headers.get("if-none-match", ""):
-        return Response(status_code=304, headers=headers)
-    return Response(document.body, headers=headers, media_type=document.content_type)
-
-
-def openapi_routes(docs: OpenAPIDocuments) -> Starlette:
-    async def v2(request: Request) -> Response:
-        document = docs.v2(request.headers.get("accept"))
-        if document is None:
-            return Response(status_code=406)
-        return _answer(request, document, "no-cache, private")
-
-    async def v3_index(request: Request) -> Response:
-        return _answer(request, docs.v3_index, "no-cache, private")
-
-    async def v3(request: Request) -> Response:
-        group_version = request.path_params["group_version"]
-        document = docs.v3(group_version)
-        if document is None:
-            return Response(status_code=404)
-        if not docs.accepts_v3(request.headers.get("accept")):
-            return Response(status_code=406)
-        wanted = request.query_params.get("hash")
-        if wanted is None:
-            return _answer(request, document, "no-cache, private")
-        if wanted != document.hash:
-            return RedirectResponse(docs.v3_url(group_version), status_code=301)
-        response = _answer(request, document, "public, immutable")
-        response.headers["Expires"] = email.utils.formatdate(time.time() + 365 * 86400, usegmt=True)
-        return response
-
-    return Starlette(
-        routes=[
-            Route("/openapi/v2", v2),
-            Route("/openapi/v3", v3_index),
-            Route("/openapi/v3/{group_version:path}", v3),
-        ]
-    )
-
-
-def with_openapi(inner: ASGIApp, docs: OpenAPIDocuments) -> ASGIApp:
-    """``inner`` with the OpenAPI routes in front (lifespan and the rest go to ``inner``)."""
-    routes = openapi_routes(docs)
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and (path == "/openapi/v2" or path.startswith("/openapi/v3")):
-            await routes(scope, receive, send)
-        else:
-            await inner(scope, receive, send)
-
-    return app
-
-
-@pytest.fixture
-async def api(etcd: EtcdCluster) -> AsyncIterator[RunningApiServer]:
-    """The apiserver of ``running_apiserver``, with the OpenAPI documents served."""
-    async with EtcdClient(etcd.endpoints) as client:
-        await ensure_namespaces(client, RESOURCES)
-        server = ApiServer(client, RESOURCES)
-        docs = openapi_documents(RESOURCES)
-        port = free_ports(1)[0]
-        config = uvicorn_config(
-            with_openapi(server.app(), docs),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=1,
-        )
-        uv = uvicorn.Server(config)
-        task = asyncio.create_task(uv.serve())
-        try:
-            for _ in range(3000):
-                if uv.started or task.done():
-                    break
-                await asyncio.sleep(0.01)
-            if task.done():
-                task.result()
-            assert uv.started, "uvicorn did not start"
-            yield RunningApiServer(f"http://127.0.0.1:{port}", server, client)
-        finally:
-            uv.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(task, 10)
 
 
 # -- helpers ----------------------------------------------------------------------------------

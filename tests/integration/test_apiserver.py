@@ -57,7 +57,22 @@ async def test_discovery_and_health(http: httpx.AsyncClient) -> None:
     metrics = (await http.get("/metrics")).text
     assert 'watchcache_ready{group="",resource="configmaps"} 1' in metrics
     openapi = await http.get("/openapi/v2")
-    assert openapi.headers["content-type"] == "application/octet-stream"
+    assert openapi.headers["content-type"] == "application/json"
+    assert "io.k8s.api.core.v1.ConfigMap" in openapi.json()["definitions"]
+    protobuf = await http.get(
+        "/openapi/v2",
+        headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+    )
+    assert protobuf.headers["content-type"] == (
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    )
+    cached = await http.get("/openapi/v2", headers={"If-None-Match": openapi.headers["etag"]})
+    assert cached.status_code == 304
+    index = (await http.get("/openapi/v3")).json()
+    assert set(index["paths"]) == {"api/v1", "apis/coordination.k8s.io/v1"}
+    core = await http.get(index["paths"]["api/v1"]["serverRelativeURL"])
+    assert core.headers["cache-control"] == "public, immutable"
+    assert "io.k8s.api.core.v1.Pod" in core.json()["components"]["schemas"]
 
 
 async def test_create_get_list_update_delete(http: httpx.AsyncClient) -> None:

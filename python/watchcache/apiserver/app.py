@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import email.utils
 import json
 import logging
 import random
+import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import UTC, datetime
@@ -26,11 +28,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
+from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from watchcache import metrics
 from watchcache.apiserver import discovery, tables
+from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
 from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
@@ -68,6 +71,13 @@ JSON = "application/json"
 #: Kubernetes' --min-request-timeout: a watch without timeoutSeconds ends after a random
 #: 30-60 minutes, so long-lived clients spread their re-watches.
 MIN_REQUEST_TIMEOUT_SECONDS = 1800
+#: How long a hash-addressed OpenAPI v3 document may be cached (kube-apiserver: a year).
+OPENAPI_V3_MAX_AGE_SECONDS = 365 * 24 * 3600
+#: What /openapi/v2 answers in.
+OPENAPI_V2_MEDIA_TYPES = (
+    "application/json",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+)
 #: The largest page served; a larger ``limit`` gets this many and a continue token.
 DEFAULT_MAX_LIMIT = 10_000
 
@@ -182,6 +192,8 @@ class ApiServer:
             Route("/readyz", self._readyz),
             Route("/metrics", self._metrics),
             Route("/openapi/v2", self._openapi_v2),
+            Route("/openapi/v3", self._openapi_v3_index),
+            Route("/openapi/v3/{group_version:path}", self._openapi_v3),
             Route(
                 "/api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}",
                 self._item,
@@ -275,10 +287,42 @@ class ApiServer:
             media_type="text/plain; version=0.0.4; charset=utf-8",
         )
 
-    async def _openapi_v2(self, _request: Request) -> Response:
-        # kubectl create/apply fetch the schema as protobuf before writing; an empty
-        # Document (no definitions) makes them skip client-side validation (docs/clients.md §1.8).
-        return Response(b"\x0a\x032.0", media_type="application/octet-stream")
+    def openapi(self) -> OpenAPIDocuments:
+        """The OpenAPI documents of the resources served now (built once per set of
+        resources and kept; cheap to ask for again)."""
+        return openapi_documents(self.resources.values(), version=discovery.GIT_VERSION)
+
+    async def _openapi_v2(self, request: Request) -> Response:
+        # Swagger 2.0 as JSON or as kubectl's protobuf, by Accept (docs/clients.md §1.8).
+        document = self.openapi().v2(request.headers.get("accept"))
+        if document is None:
+            return _status_response(NotAcceptableError.accepting(OPENAPI_V2_MEDIA_TYPES))
+        return _document(request, document, "no-cache, private")
+
+    async def _openapi_v3_index(self, request: Request) -> Response:
+        return _document(request, self.openapi().v3_index, "no-cache, private")
+
+    async def _openapi_v3(self, request: Request) -> Response:
+        """One group-version's document. With ``?hash=`` (the index's links) it is
+        immutable and cached for a year; a stale hash is redirected to the current one, as
+        kube-apiserver does."""
+        docs = self.openapi()
+        group_version = request.path_params["group_version"]
+        document = docs.v3(group_version)
+        if document is None:
+            return await self._not_found(request, LookupError())
+        if not docs.accepts_v3(request.headers.get("accept")):
+            return _status_response(NotAcceptableError.accepting([JSON]))
+        wanted = request.query_params.get("hash")
+        if wanted is None:
+            return _document(request, document, "no-cache, private")
+        if wanted != document.hash:
+            return RedirectResponse(docs.v3_url(group_version), status_code=301)
+        response = _document(request, document, "public, immutable")
+        response.headers["Expires"] = email.utils.formatdate(
+            time.time() + OPENAPI_V3_MAX_AGE_SECONDS, usegmt=True
+        )
+        return response
 
     async def _not_found(self, _request: Request, _exc: Exception) -> Response:
         return _status_response(NotFoundError("the server could not find the requested resource"))
@@ -600,6 +644,14 @@ def _json(body: bytes, status: int = 200, warnings: Sequence[str] = ()) -> Respo
     for text in dict.fromkeys(warnings):
         response.headers.append("Warning", warning_header_value(text))
     return response
+
+
+def _document(request: Request, document: Document, cache_control: str) -> Response:
+    """An OpenAPI document with its ETag; 304 when the client has it already."""
+    headers = {"ETag": document.etag, "Vary": "Accept", "Cache-Control": cache_control}
+    if document.etag in request.headers.get("if-none-match", ""):
+        return Response(status_code=304, headers=headers)
+    return Response(document.body, headers=headers, media_type=document.content_type)
 
 
 def _status_response(error: StatusError) -> Response:
