@@ -27,8 +27,9 @@ does. We have no descriptions and do not copy Kubernetes' texts, so there are no
 
 Costs. The v3 schema of a built-in message and the names it references are computed once
 per process and shared (read-only) by every catalog; a catalog for the four core kinds
-walks about 150 messages (building all their documents takes about 20 ms). Callers must not mutate what a catalog returns. Called by
-``apiserver.openapi_paths`` and ``apiserver.openapi``.
+walks about 150 messages (building all their documents takes about 20 ms). Callers must
+not mutate what a catalog returns. Called by ``apiserver.openapi_paths`` and
+``apiserver.openapi``.
 """
 
 from __future__ import annotations
