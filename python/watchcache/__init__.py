@@ -10,7 +10,7 @@ cache     ``WatchCache``, ``Watcher``, ``WatchEvent``, ``Event``, ``EventType``,
           ``ListResult``, ``BackingStore``
 etcd      ``EtcdClient``, ``EtcdStore``
 sync      ``SyncedCache``
-registry  ``ResourceSpec``
+registry  ``ResourceSpec``, ``PrinterColumn``
 apiserver ``ApiServer``
 ========  ====================================================================================
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from watchcache.cache.watcher import Watcher, WatchEvent
     from watchcache.etcd.client import EtcdClient
     from watchcache.etcd.store import EtcdStore
-    from watchcache.registry.resources import ResourceSpec
+    from watchcache.registry.resources import PrinterColumn, ResourceSpec
     from watchcache.sync.synced import SyncedCache
     from watchcache.wire.errors import (
         AlreadyExistsError,
@@ -82,6 +82,7 @@ _LAZY: dict[str, str] = {
     "EtcdClient": "watchcache.etcd.client",
     "EtcdStore": "watchcache.etcd.store",
     "ResourceSpec": "watchcache.registry.resources",
+    "PrinterColumn": "watchcache.registry.resources",
     "SyncedCache": "watchcache.sync.synced",
     "ListOptions": "watchcache.wire.options",
     "WatchOptions": "watchcache.wire.options",
@@ -142,6 +143,7 @@ __all__ = [
     "NotFoundError",
     "ObjectCodec",
     "PatchOptions",
+    "PrinterColumn",
     "ResourceSpec",
     "ScanResult",
     "Selector",

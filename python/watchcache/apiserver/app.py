@@ -22,7 +22,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +34,7 @@ from starlette.routing import Route
 from watchcache import metrics
 from watchcache.apiserver import discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
+from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
@@ -44,7 +45,12 @@ from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subres
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
-from watchcache.wire.body import decode_body, warning_header_value
+from watchcache.wire.body import (
+    decode_body,
+    decode_unstructured,
+    has_schema,
+    warning_header_value,
+)
 from watchcache.wire.errors import (
     BadRequestError,
     InternalError,
@@ -103,6 +109,8 @@ class ApiServer:
         self.consistent_reads = consistent_reads
         self.cache_options = cache_options
         self._controllers: list[asyncio.Task[None]] = []
+        self._controller_objects: list[NamespaceController | GarbageCollector] = []
+        self._started = False
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
         self.support = ProgressRequestSupport()
@@ -140,7 +148,8 @@ class ApiServer:
             garbage_collection=self.garbage_collection,
         )
         self.resources[name] = spec
-        self._by_path[(spec.group, spec.version, spec.name)] = spec
+        if not self._started:
+            self._by_path[(spec.group, spec.version, spec.name)] = spec
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -148,22 +157,63 @@ class ApiServer:
         """Start the caches (waiting at most ``timeout`` for their first list), then the
         controllers."""
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
-        caches = {name: synced.cache for name, synced in self.caches.items()}
-        loops = []
+        caches = _LiveCaches(self.caches)
+        controllers: list[NamespaceController | GarbageCollector] = []
         if self._serves_namespaces:
-            loops.append(NamespaceController(self.resources, caches, self.stores).run())
+            controllers.append(NamespaceController(self.resources, caches, self.stores))
         if self.garbage_collection:
-            loops.append(GarbageCollector(self.resources, caches, self.stores).run())
-        self._controllers = [asyncio.create_task(loop, name="controller") for loop in loops]
+            controllers.append(GarbageCollector(self.resources, caches, self.stores))
+        self._controller_objects = controllers
+        self._controllers = [
+            asyncio.create_task(c.run(), name=type(c).__name__) for c in controllers
+        ]
+        self._started = True
 
     async def stop(self) -> None:
+        self._started = False
         for task in self._controllers:
             task.cancel()
         for task in self._controllers:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._controllers = []
+        self._controller_objects = []
         await asyncio.gather(*(c.stop() for c in self.caches.values()))
+
+    # -- resources while serving ------------------------------------------------------------
+
+    async def add_resource(self, spec: ResourceSpec, *, timeout: float | None = 120.0) -> None:
+        """Serve ``spec`` from now on: routes, discovery and OpenAPI include it once its
+        cache has listed (at most ``timeout``), and the controllers follow it. Raises
+        ValueError when a resource of that group_resource is served already."""
+        self._install(spec)
+        name = spec.group_resource
+        if self._started:
+            try:
+                await self.caches[name].start(timeout=timeout)
+            except BaseException:
+                await self._uninstall(name)
+                raise
+            for controller in self._controller_objects:
+                controller.resource_added(spec)
+        self._by_path[(spec.group, spec.version, spec.name)] = spec
+
+    async def remove_resource(self, group_resource: str) -> ResourceSpec:
+        """Stop serving a resource (its objects stay in etcd). Raises KeyError when it is
+        not served."""
+        spec = self.resources[group_resource]
+        self._by_path.pop((spec.group, spec.version, spec.name), None)
+        for controller in self._controller_objects:
+            controller.resource_removed(spec)
+        await self._uninstall(group_resource)
+        return spec
+
+    async def _uninstall(self, name: str) -> None:
+        spec = self.resources.pop(name)
+        self._by_path.pop((spec.group, spec.version, spec.name), None)
+        self.stores.pop(name)
+        synced = self.caches.pop(name)
+        await synced.stop()
 
     @property
     def ready(self) -> bool:
@@ -546,6 +596,23 @@ class ApiServer:
         return NamespacePhase.TERMINATING if terminating else NamespacePhase.ACTIVE
 
 
+class _LiveCaches(Mapping[str, WatchCache]):
+    """The watch caches of the served resources, as they are when asked (resources come
+    and go while the controllers run)."""
+
+    def __init__(self, synced: Mapping[str, SyncedCache]) -> None:
+        self._synced = synced
+
+    def __getitem__(self, name: str) -> WatchCache:
+        return self._synced[name].cache
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._synced)
+
+    def __len__(self) -> int:
+        return len(self._synced)
+
+
 _ITEM = ["GET", "PUT", "PATCH", "DELETE"]
 _COLL = ["GET", "POST", "DELETE"]
 _SUBRESOURCE = ["GET", "PUT", "PATCH"]
@@ -604,7 +671,8 @@ def _decode(
     """The request's object, decoded by its Content-Type (JSON, YAML or protobuf) and
     checked against the kind's schema, with the warnings to send."""
     admission.check_size(body)
-    return decode_body(
+    decode = decode_body if has_schema(spec.api_version, spec.kind) else decode_unstructured
+    return decode(
         body,
         request.headers.get("content-type", ""),
         kind=spec.kind,

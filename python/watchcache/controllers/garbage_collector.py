@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from watchcache.cache.event import EventType
 from watchcache.cache.watch_cache import WatchCache
-from watchcache.controllers.informer import Follower, ObjectEvent, WorkQueue
+from watchcache.controllers.informer import Follower, FollowerSet, ObjectEvent, WorkQueue
 from watchcache.registry.object_store import (
     FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
@@ -87,7 +87,7 @@ class GarbageCollector:
         self.specs = specs
         self.caches = caches
         self.stores = stores
-        self._by_kind = {(s.api_version, s.kind): s for s in specs.values()}
+        self._followers = FollowerSet()
         self._owners: dict[str, tuple[OwnerRef, ...]] = {}
         self._dependents: dict[str, set[str]] = {}
         self.attempt: WorkQueue[str] = WorkQueue("garbage collector")
@@ -96,19 +96,32 @@ class GarbageCollector:
 
     async def run(self) -> None:
         """Until cancelled."""
-        followers = [Follower(self.caches[name], self._changed) for name in self.specs]
         try:
+            for spec in list(self.specs.values()):
+                self.resource_added(spec)
+            for follower in self._followers.followers():
+                await follower.synced.wait()
             async with asyncio.TaskGroup() as group:
-                for follower in followers:
-                    group.create_task(follower.run())
-                for follower in followers:
-                    await follower.synced.wait()
                 group.create_task(self.attempt.run(self._attempt, ATTEMPT_WORKERS))
                 group.create_task(self.foreground.run(self._process_foreground))
                 group.create_task(self.orphan.run(self._process_orphan))
         finally:
             for queue in (self.attempt, self.foreground, self.orphan):
                 queue.close()
+            await self._followers.close()
+
+    def resource_added(self, spec: ResourceSpec) -> None:
+        """A resource is served now (``specs``, ``caches`` and ``stores`` have it): its
+        objects join the graph. Owners of its kind resolve from now on."""
+        name = spec.group_resource
+        self._followers.start(name, Follower(self.caches[name], self._changed))
+
+    def resource_removed(self, spec: ResourceSpec) -> None:
+        self._followers.stop(spec.group_resource)
+
+    @property
+    def _by_kind(self) -> dict[tuple[str, str], ResourceSpec]:
+        return {(s.api_version, s.kind): s for s in self.specs.values()}
 
     # -- the graph --------------------------------------------------------------------------
 

@@ -153,6 +153,37 @@ class Follower:
             log.exception("handler failed for %s %s", kind, key)
 
 
+class FollowerSet:
+    """The followers a controller runs, one per resource, started and stopped while it
+    runs as resources come and go (CRDs, an embedder's kinds)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, tuple[Follower, asyncio.Task[None]]] = {}
+
+    def start(self, name: str, follower: Follower) -> None:
+        """Follow under ``name`` (a resource's group_resource); replaces one running."""
+        self.stop(name)
+        task = asyncio.create_task(follower.run(), name=f"follow {name}")
+        self._running[name] = (follower, task)
+
+    def stop(self, name: str) -> None:
+        running = self._running.pop(name, None)
+        if running is not None:
+            running[1].cancel()
+
+    def followers(self) -> list[Follower]:
+        return [follower for follower, _ in self._running.values()]
+
+    async def close(self) -> None:
+        tasks = [task for _, task in self._running.values()]
+        self._running.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 class WorkQueue(Generic[K]):
     """Deduplicating work queue with per-key exponential retry (module note)."""
 

@@ -24,7 +24,6 @@ terminating namespace are refused by the object store (403), so the namespace em
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -34,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from watchcache.cache.watch_cache import WatchCache
-from watchcache.controllers.informer import Follower, ObjectEvent, WorkQueue
+from watchcache.controllers.informer import Follower, FollowerSet, ObjectEvent, WorkQueue
 from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
 from watchcache.registry.resources import ResourceSpec
 from watchcache.registry.strategy import NAMESPACE_FINALIZER
@@ -72,22 +71,35 @@ class NamespaceController:
         self.namespaces = stores["namespaces"]
         self.queue: WorkQueue[str] = WorkQueue("namespace controller")
         self._terminating: set[str] = set()
-        self._namespaced = [spec for spec in specs.values() if spec.namespaced]
+        self._followers = FollowerSet()
+
+    @property
+    def _namespaced(self) -> list[ResourceSpec]:
+        return [spec for spec in self.specs.values() if spec.namespaced]
 
     async def run(self) -> None:
         """Until cancelled."""
-        followers = [Follower(self.caches["namespaces"], self._namespace_changed)]
-        followers += [
-            Follower(self.caches[spec.group_resource], self._content_changed, replay=False)
-            for spec in self._namespaced
-        ]
         try:
-            async with asyncio.TaskGroup() as group:
-                for follower in followers:
-                    group.create_task(follower.run())
-                group.create_task(self.queue.run(self._sync))
+            self._followers.start(
+                "namespaces", Follower(self.caches["namespaces"], self._namespace_changed)
+            )
+            for spec in self._namespaced:
+                self.resource_added(spec)
+            await self.queue.run(self._sync)
         finally:
             self.queue.close()
+            await self._followers.close()
+
+    def resource_added(self, spec: ResourceSpec) -> None:
+        """A resource is served now (``specs``, ``caches`` and ``stores`` have it)."""
+        if spec.namespaced:
+            follower = Follower(
+                self.caches[spec.group_resource], self._content_changed, replay=False
+            )
+            self._followers.start(spec.group_resource, follower)
+
+    def resource_removed(self, spec: ResourceSpec) -> None:
+        self._followers.stop(spec.group_resource)
 
     def _namespace_changed(self, event: ObjectEvent) -> None:
         name = event.key.rsplit("/", 1)[-1]

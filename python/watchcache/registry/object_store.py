@@ -65,7 +65,7 @@ from watchcache.registry.strategy import (
 )
 from watchcache.wire import gojson
 from watchcache.wire.body import JSON as JSON_MEDIA_TYPE
-from watchcache.wire.body import check_depth, decode_body
+from watchcache.wire.body import check_depth, decode_body, decode_unstructured, has_schema
 from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -321,8 +321,9 @@ class ObjectStore:
         JSON into the kind: what does not decode is a 422 on the field ``patch``."""
         spec = self.spec
         text = gojson.dumps(result)
+        decode = decode_body if has_schema(spec.api_version, spec.kind) else decode_unstructured
         try:
-            return decode_body(
+            return decode(
                 text.encode(),
                 JSON_MEDIA_TYPE,
                 kind=spec.kind,

@@ -83,8 +83,11 @@ __all__ = [
     "MAX_DEPTH",
     "MEDIA_TYPES",
     "PROTOBUF",
+    "UNSTRUCTURED_MEDIA_TYPES",
     "YAML",
     "decode_body",
+    "decode_unstructured",
+    "has_schema",
     "warning_header_value",
 ]
 
@@ -812,6 +815,84 @@ def _media_type(content_type: str) -> str:
 
 def _version_of(api_version: str) -> str:
     return api_version.rsplit("/", 1)[-1]
+
+
+#: What an object of a kind the built-in schema does not know (a custom resource, an
+#: embedder's kind) may be sent as: Kubernetes has no protobuf for them.
+UNSTRUCTURED_MEDIA_TYPES: Final = (JSON, YAML)
+
+
+def has_schema(api_version: str, kind: str) -> bool:
+    """Whether the built-in schema knows the kind (else bodies decode unstructured)."""
+    return load().kind(api_version, kind) is not None
+
+
+def decode_unstructured(
+    body: bytes,
+    content_type: str,
+    *,
+    kind: str,
+    api_version: str,
+    field_validation: FieldValidation,
+) -> tuple[dict[str, Any], list[str]]:
+    """Decode the JSON or YAML ``body`` of an object whose kind has no built-in schema.
+
+    The same parsing, nesting bound, kind/apiVersion checks and duplicate-field rules as
+    :func:`decode_body` (a duplicated field is a strict error; the later value wins);
+    unknown fields cannot be told without a schema, so the caller prunes with the kind's
+    own (a CRD's structural schema). Returns the object and the warnings (``Warn``).
+    Raises 415 (protobuf and anything else) and 400."""
+    media = _media_type(content_type)
+    if media not in UNSTRUCTURED_MEDIA_TYPES:
+        raise UnsupportedMediaTypeError.accepting(UNSTRUCTURED_MEDIA_TYPES)
+    context = _Context(body, False, kind, api_version)
+    yaml_errors: list[str] = []
+    try:
+        if media == YAML:
+            value, yaml_errors = _parse_yaml(body)
+        else:
+            value = _parse_json(body)
+    except ValueError as error:
+        prefix = "" if media == YAML else "couldn't get version/kind; json parse error: "
+        raise context.unrecognized(f"{prefix}{error}") from None
+    except _Fatal as error:
+        raise BadRequestError(error.message) from None
+    except RecursionError:
+        raise BadRequestError(_TOO_DEEP) from None
+    check_depth(value)
+    if not isinstance(value, dict):
+        raise context.unrecognized(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal "
+            f"{'null' if value is None else _json_kind(value)} into Go value of type {_FIND_KIND}"
+        )
+    context.check_kind(_type_meta(value, "kind", context), _type_meta(value, "apiVersion", context))
+    duplicates: list[str] = []
+    obj = _undup(value, "", duplicates)
+    strict = [f'duplicate field "{path}"' for path in duplicates]
+    if field_validation == FieldValidation.IGNORE or not (strict or yaml_errors):
+        return obj, []
+    if field_validation == FieldValidation.STRICT:
+        errors = list(strict)
+        if yaml_errors:
+            errors.insert(0, "yaml: unmarshal errors:\n  " + "\n  ".join(yaml_errors))
+        raise BadRequestError(context.cannot_handle("strict decoding error: " + ", ".join(errors)))
+    return obj, [*yaml_errors, *strict]
+
+
+def _undup(value: Any, path: str, duplicates: list[str]) -> Any:
+    """Plain dicts and lists from a parsed value; each duplicated member's path (the last
+    value kept, as an unstructured decode keeps it) goes to ``duplicates``."""
+    if isinstance(value, list):
+        return [_undup(item, f"{path}[{i}]", duplicates) for i, item in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in _pairs(value):
+        child = f"{path}.{key}" if path else key
+        if key in out and child not in duplicates:
+            duplicates.append(child)
+        out[key] = _undup(item, child, duplicates)
+    return out
 
 
 def decode_body(
