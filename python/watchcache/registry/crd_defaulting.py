@@ -31,7 +31,7 @@ __all__ = ["apply_defaults"]
 
 def apply_defaults(obj: Any, schema: StructuralSchema | None) -> None:
     """Fill the defaults of ``schema`` into ``obj`` (parsed JSON), in place."""
-    if schema is None:
+    if schema is None or not schema.defaults_below:
         return
     if isinstance(obj, dict):
         for name, prop in schema.property_items:

@@ -163,6 +163,8 @@ def _skip_prune(
 def drop_nulls(value: Any, schema: StructuralSchema | None) -> None:
     """``PruneNonNullableNullsWithoutDefaults``: null members whose node is neither
     nullable nor defaulted are deleted (array items stay)."""
+    if schema is None:
+        return  # below an unknown member every node is unknown: nothing to delete
     if isinstance(value, dict):
         for name in list(value):
             member = value[name]
@@ -172,7 +174,7 @@ def drop_nulls(value: Any, schema: StructuralSchema | None) -> None:
             else:
                 drop_nulls(member, node)
     elif isinstance(value, list):
-        items = schema.items if schema is not None else None
+        items = schema.items
         for item in value:
             drop_nulls(item, items)
 
@@ -204,7 +206,7 @@ def _is_empty(value: Any) -> bool:
 def _coerce_metadata(
     path: str | None, value: Any, s: StructuralSchema | None, embedded: bool, removed: list[str]
 ) -> None:
-    if s is None:
+    if s is None or not (embedded or s.embedded_below):
         return
     if isinstance(value, dict):
         if embedded and isinstance(value.get("metadata"), dict):

@@ -86,6 +86,7 @@ _KIND_BY_TYPE: Final[dict[type, int]] = {
     list: _LIST,
     dict: _DICT,
 }
+_NUMBER_KINDS: Final = frozenset({_INT, _FLOAT})
 # schemaInfoForType: the JSON type and format Go infers from a decoded value.
 _SCHEMA_TYPE: Final = ("null", "boolean", "integer", "number", "string", "array", "object")
 _SCHEMA_FORMAT: Final = ("", "", "int64", "float64", "", "", "")
@@ -96,7 +97,8 @@ _E_PLAIN, _E_TYPE, _E_REQUIRED, _E_ENUM, _E_TOO_LONG, _E_TOO_MANY, _E_OTHER = ra
 # limit for _E_TOO_LONG, (size, limit) for _E_TOO_MANY.
 _Error = tuple[int, str, Any, str, Any]
 
-_MAX_FLOAT32: Final = 3.4028234663852886e38
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
 
 
 def _kind(value: Any) -> int:
@@ -218,23 +220,31 @@ def _check(n: StructuralSchema, data: Any, path: str, dv: bool, errs: list[_Erro
         return count
     if kind == _INT and not INT64_MIN <= data <= INT64_MAX:
         data, kind = _as_float(data), _FLOAT
-    count = 1  # the schema validator's own
+    # The schema validator's own match, the junctors' and the common validator's.
+    count = 3
     if view.types or view.format:
-        count += 2 if _type_ok(view, data, kind, path, errs) else 1
-    count += _junctors(n, data, path, dv, errs) + 1
+        if _SCHEMA_TYPE[kind] in view.accepted or _type_ok(view, data, kind, path, errs):
+            count += 2
+        else:
+            count += 1
+    if n.has_junctors:
+        count += _junctors(n, data, path, dv, errs) + 1
+    else:
+        count += 2
     if kind == _STR:
         count += 1
-        _string(n, data, path, errs)
+        if n.has_string_checks:
+            _string(n, data, path, errs)
         if view.format_check is not None:
             count += 1
             if not view.format_check(data):
                 errs.append(_type_error(path, view.format, data))
-    elif kind in (_INT, _FLOAT):
+    elif kind in _NUMBER_KINDS:
         count += 2
-        _number(n, data, path, errs, view=view)
+        if view.number_type or n.has_number_checks:
+            _number(n, data, path, errs, view=view)
     elif kind == _LIST:
         count += _items(n, data, path, dv, errs) + 2
-    count += 1  # the common validator
     if n.enum:
         _enum(n, data, path, errs)
     if kind == _DICT:
@@ -273,8 +283,6 @@ def _type_ok(view: TypeView, data: Any, kind: int, path: str, errs: list[_Error]
 
 def _junctors(n: StructuralSchema, data: Any, path: str, dv: bool, errs: list[_Error]) -> int:
     """allOf, anyOf, oneOf and not; returns the match count of what was kept."""
-    if not (n.any_of or n.one_of or n.all_of or n.not_ is not None):
-        return 1
     count = 0
     if n.any_of:
         best: tuple[list[_Error], int] | None = None
@@ -359,26 +367,32 @@ def _string(n: StructuralSchema, data: str, path: str, errs: list[_Error]) -> No
             errs.append((_E_OTHER, path, data, message, None))
 
 
-def _range_error(value: int | float, view: TypeView, what: str, path: str) -> str | None:
-    """IsValueValidAgainstRange: can the number be held by the schema's type and format?"""
-    type_name, fmt = view.number_type, view.number_format
-    if type_name == "integer":
-        text = str(value) if isinstance(value, int) else _go_float_f(value)
-        fits = text.lstrip("-").isdigit()
-        if fits:
+def number_fits(value: int | float, number_type: str, number_format: str) -> bool:
+    """IsValueValidAgainstRange: can a schema of that type and format hold ``value``
+    (compared as Go compares them: the value's decimal text parsed as the type)?"""
+    if number_type == "integer":
+        if type(value) is int:
+            number = value
+        else:
+            text = _go_float_f(value)
+            if not text.lstrip("-").isdigit():
+                return False
             number = int(text)
-            bits = 32 if fmt == "int32" else 64
-            fits = -(2 ** (bits - 1)) <= number < 2 ** (bits - 1)
-    elif fmt == "float":
+        if number_format == "int32":
+            return _INT32_MIN <= number <= _INT32_MAX
+        return INT64_MIN <= number <= INT64_MAX
+    if number_format == "float":
+        # ParseFloat(text, 32) fails when the value rounds to an infinite float32.
         try:
-            struct.pack("f", float(value))
-            fits = True
+            (single,) = struct.unpack("f", struct.pack("f", float(value)))
         except OverflowError:
-            fits = False
-    else:
-        return None
-    if fits:
-        return None
+            return False
+        return not math.isinf(single)
+    return True
+
+
+def _range_message(view: TypeView, what: str, path: str) -> str:
+    type_name, fmt = view.number_type, view.number_format
     if fmt:
         return f"{what} value must be of type {type_name} with format {fmt} in {path}"
     return f"{what} value must be of type {type_name} (default format) in {path}"
@@ -388,23 +402,29 @@ def _number(
     n: StructuralSchema, data: int | float, path: str, errs: list[_Error], *, view: TypeView
 ) -> None:
     """kube-openapi's number validator: the value's range for its type and format, then
-    multipleOf, minimum and maximum (each bound first checked against the type)."""
-    checked = _range_error(data, view, "Checked", path)
-    if checked is not None:
-        errs.append((_E_PLAIN, "", None, checked, None))
+    multipleOf, minimum and maximum (each bound first checked against the type, which is
+    known when the schema is compiled: ``view.bounds_fit``)."""
+    if view.number_type and not number_fits(data, view.number_type, view.number_format):
+        errs.append((_E_PLAIN, "", None, _range_message(view, "Checked", path), None))
+    multiple_fits, minimum_fits, maximum_fits = view.bounds_fit
     if n.multiple_of is not None:
-        _multiple_of(n.multiple_of, data, path, errs, view=view)
+        _multiple_of(n.multiple_of, data, path, errs, view=view, fits=multiple_fits)
     if n.minimum is not None:
-        _bound(n.minimum, data, path, errs, view=view, exclusive=n.exclusive_minimum, upper=False)
+        _bound(
+            n.minimum, data, path, errs, view=view, fits=minimum_fits,
+            exclusive=n.exclusive_minimum, upper=False,
+        )  # fmt: skip
     if n.maximum is not None:
-        _bound(n.maximum, data, path, errs, view=view, exclusive=n.exclusive_maximum, upper=True)
+        _bound(
+            n.maximum, data, path, errs, view=view, fits=maximum_fits,
+            exclusive=n.exclusive_maximum, upper=True,
+        )  # fmt: skip
 
 
 def _multiple_of(
-    factor: float, data: int | float, path: str, errs: list[_Error], *, view: TypeView
+    factor: float, data: int | float, path: str, errs: list[_Error], *, view: TypeView, fits: bool
 ) -> None:
-    bad = _range_error(factor, view, "MultipleOf", path)
-    if bad is None and type(data) is int:
+    if fits and type(data) is int:
         divisor = _go_int64(factor)
         if divisor <= 0:
             message = f"factor MultipleOf declared for {path} must be positive: {divisor}"
@@ -413,8 +433,8 @@ def _multiple_of(
             message = f"{path} in {_IN} should be a multiple of {divisor}"
             errs.append((_E_OTHER, path, data, message, None))
         return
-    if bad is not None:
-        errs.append((_E_PLAIN, "", None, bad, None))
+    if not fits:
+        errs.append((_E_PLAIN, "", None, _range_message(view, "MultipleOf", path), None))
     value = _as_float(data)
     if factor <= 0:
         message = f"factor MultipleOf declared for {path} must be positive: {go_float_v(factor)}"
@@ -436,19 +456,20 @@ def _bound(
     errs: list[_Error],
     *,
     view: TypeView,
+    fits: bool,
     exclusive: bool,
     upper: bool,
 ) -> None:
-    bad = _range_error(limit, view, "Maximum boundary" if upper else "Minimum boundary", path)
     bound: int | float
-    if bad is None and type(data) is int:
+    if fits and type(data) is int:
         # An integer is compared with the bound converted to int64, as Go does.
         bound = _go_int64(limit)
         value: int | float = data
         shown = str(bound)
     else:
-        if bad is not None:
-            errs.append((_E_PLAIN, "", None, bad, None))
+        if not fits:
+            what = "Maximum boundary" if upper else "Minimum boundary"
+            errs.append((_E_PLAIN, "", None, _range_message(view, what, path), None))
         bound, value = limit, _as_float(data)
         shown = go_float_v(limit)
     if upper:
@@ -602,6 +623,8 @@ def _list_walk_object(
 
 
 def _list_walk(path: str, s: StructuralSchema, value: Any, out: list[StatusCause]) -> None:
+    if not s.lists_below:
+        return
     kind = _KIND_BY_TYPE.get(type(value))
     if kind is None:
         kind = _kind(value)
@@ -860,6 +883,8 @@ def embedded_errors(
 def _embedded_walk(
     path: str | None, value: Any, s: StructuralSchema, embedded: bool, out: list[StatusCause]
 ) -> None:
+    if not (embedded or s.embedded_below):
+        return
     if isinstance(value, dict):
         if embedded:
             _embedded_resource(path, value, out)

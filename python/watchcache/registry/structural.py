@@ -211,9 +211,13 @@ class TypeView:
     format_check: Callable[[str], bool] | None  # the string format's test, if known
     number_type: str  # the single type, when integer or number: the numeric range rules
     number_format: str  # int32/int64 or float/double with that type
+    accepted: frozenset[str]  # value types that pass the type check whatever the value
+    bounds_fit: tuple[bool, bool, bool]  # multipleOf, minimum, maximum fit the type
 
     @classmethod
-    def build(cls, types: tuple[str, ...], fmt: str) -> TypeView:
+    def build(
+        cls, types: tuple[str, ...], fmt: str, bounds: tuple[float | None, ...] = ()
+    ) -> TypeView:
         single = types[0] if len(types) == 1 else ""
         number_type = single if single in ("integer", "number") else ""
         number_format = ""
@@ -221,12 +225,27 @@ class TypeView:
             single == "number" and fmt in ("float", "double")
         ):
             number_format = fmt
+        accepted = set(types)
+        if "number" in accepted:
+            accepted.add("integer")  # an integer is a number
+        fits = tuple(
+            bound is None
+            or not number_type
+            or crd_validation.number_fits(bound, number_type, number_format)
+            for bound in (*bounds, None, None, None)[:3]
+        )
         return cls(
-            types, fmt, crd_formats.checker(fmt) if fmt else None, number_type, number_format
+            types,
+            fmt,
+            crd_formats.checker(fmt) if fmt else None,
+            number_type,
+            number_format,
+            frozenset(accepted),
+            (fits[0], fits[1], fits[2]),
         )
 
 
-_EMPTY_VIEW: Final = TypeView((), "", None, "", "")
+_EMPTY_VIEW: Final = TypeView.build((), "")
 
 
 class StructuralSchema:
@@ -243,10 +262,12 @@ class StructuralSchema:
         "cr_view",
         "default",
         "default_view",
+        "defaults_below",
         "definitions",
         "dependencies",
         "description",
         "embedded",
+        "embedded_below",
         "enum",
         "example",
         "exclusive_maximum",
@@ -254,12 +275,16 @@ class StructuralSchema:
         "external_docs",
         "format",
         "has_default",
+        "has_junctors",
+        "has_number_checks",
+        "has_string_checks",
         "id",
         "int_or_string",
         "items",
         "items_array",
         "list_map_keys",
         "list_type",
+        "lists_below",
         "map_type",
         "max_items",
         "max_length",
@@ -347,6 +372,13 @@ class StructuralSchema:
         self.x_validations: tuple[dict[str, Any], ...] | None = None
         self.cr_view: TypeView = _EMPTY_VIEW
         self.default_view: TypeView = _EMPTY_VIEW
+        # Summaries that let the validator skip work (set by _compile).
+        self.has_junctors = False
+        self.has_string_checks = False
+        self.has_number_checks = False
+        self.embedded_below = False
+        self.lists_below = False
+        self.defaults_below = False
 
     def __repr__(self) -> str:
         return f"StructuralSchema(type={self.type!r}, properties={sorted(self.properties)})"
@@ -657,23 +689,34 @@ def _decode_rules(d: _Decoder) -> tuple[dict[str, Any], ...] | None:
 
 
 def _compile(s: StructuralSchema) -> None:
-    """The node's runtime parts: its compiled pattern and its two type views."""
+    """The node's runtime parts: its compiled pattern, its two type views, and summaries
+    of what the validator has to look at (children are compiled before their parent)."""
     if s.pattern:
         try:
             s.pattern_regexp = compile_go(s.pattern)
-        except GoRegexpError as error:
+        except (GoRegexpError, UnsupportedRegexpError) as error:
             s.pattern_error = str(error)
-        except UnsupportedRegexpError as error:
-            s.pattern_error = str(error)
+    bounds = (s.multiple_of, s.minimum, s.maximum)
     # NewSchemaValidator: int-or-string is typed [integer, string]; formats are stripped.
     cr_types: tuple[str, ...] = (
         ("integer", "string") if s.int_or_string else ((s.type,) if s.type else ())
     )
     cr_format = crd_formats.effective_format(cr_types[0] if len(cr_types) == 1 else "", s.format)
-    s.cr_view = TypeView.build(cr_types, cr_format)
+    s.cr_view = TypeView.build(cr_types, cr_format, bounds)
     # Structural.ToKubeOpenAPI, used for defaults: the type as written, the format as is.
     default_types: tuple[str, ...] = (s.type,) if s.type else ()
-    s.default_view = TypeView.build(default_types, s.format)
+    s.default_view = TypeView.build(default_types, s.format, bounds)
+    s.has_junctors = bool(s.any_of or s.one_of or s.all_of or s.not_ is not None)
+    s.has_string_checks = s.max_length is not None or s.min_length is not None or bool(s.pattern)
+    s.has_number_checks = any(bound is not None for bound in bounds)
+    children = [prop for _, prop in s.property_items]
+    if s.items is not None:
+        children.append(s.items)
+    if s.additional is not None:
+        children.append(s.additional)
+    s.embedded_below = any(c.embedded or c.embedded_below for c in children)
+    s.defaults_below = any(c.has_default or c.defaults_below for c in children)
+    s.lists_below = s.list_type in ("set", "map") or any(c.lists_below for c in children)
 
 
 # ---------------------------------------------------------------------------------------
