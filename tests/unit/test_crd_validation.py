@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from watchcache.registry.crd_validation import schema_errors, validate
+from watchcache.registry.crd_validation import _check, schema_errors, validate
 from watchcache.registry.structural import StructuralSchema
 from watchcache.wire.errors import InvalidError
 
@@ -548,3 +548,20 @@ def test_schema_errors_can_root_the_paths_elsewhere() -> None:
     assert [(c.field, c.message) for c in causes] == [
         ("status.a", 'Invalid value: "integer": a in body must be of type string: "integer"')
     ]
+
+
+def test_match_counts_are_kube_openapis() -> None:
+    """The count that picks anyOf/oneOf's reported branch: one per applicable validator,
+    one more for a passed type check, items' and properties' own counts, one at the end."""
+    string = StructuralSchema.from_openapi(
+        {"type": "object", "properties": {"s": {"type": "string"}}}
+    )
+    node = string.properties["s"]
+    assert _check(node, "x", "s", False, []) == 7  # type 2, junctors 2, string, common, end
+    assert _check(node, 5, "s", False, []) == 7  # type 1, junctors 2, number 2, common, end
+    assert _check(node, None, "s", False, []) == 0  # a failed type check on null counts 0
+    assert _check(string, {"s": "x"}, "", False, []) == 14  # 2 + 2 + common + (7 + 1) + end
+    array = StructuralSchema.from_openapi(
+        {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}
+    ).properties["a"]
+    assert _check(array, ["x", "y"], "a", False, []) == 2 + 2 + (14 + 2) + 1 + 1

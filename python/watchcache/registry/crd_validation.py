@@ -45,6 +45,7 @@ from watchcache.registry.field_errors import (
     INT64_MIN,
     child,
     duplicate,
+    go_float_f,
     go_float_v,
     go_json,
     index,
@@ -146,24 +147,6 @@ def _is_json_integer(value: float) -> bool:
     return abs(value - rounded) < 1e-9 * abs(rounded)
 
 
-def _go_float_f(value: float) -> str:
-    """``strconv.FormatFloat(value, 'f', -1, 64)``."""
-    text = go_float_v(value)
-    if "e" not in text:
-        return text
-    mantissa, _, exponent = text.partition("e")
-    negative = mantissa.startswith("-")
-    digits = mantissa.lstrip("-").replace(".", "")
-    point = (mantissa.lstrip("-").find(".") if "." in mantissa else len(digits)) + int(exponent)
-    if point <= 0:
-        body = "0." + "0" * -point + digits
-    elif point >= len(digits):
-        body = digits + "0" * (point - len(digits))
-    else:
-        body = digits[:point] + "." + digits[point:]
-    return ("-" if negative else "") + body
-
-
 # ---------------------------------------------------------------------------------------
 # Go's equality of decoded JSON (reflect.DeepEqual) as hashable keys
 
@@ -220,8 +203,8 @@ def _check(n: StructuralSchema, data: Any, path: str, dv: bool, errs: list[_Erro
         return count
     if kind == _INT and not INT64_MIN <= data <= INT64_MAX:
         data, kind = _as_float(data), _FLOAT
-    # The schema validator's own match, the junctors' and the common validator's.
-    count = 3
+    # The schema validator's own match and the common validator's.
+    count = 2
     if view.types or view.format:
         if _SCHEMA_TYPE[kind] in view.accepted or _type_ok(view, data, kind, path, errs):
             count += 2
@@ -374,7 +357,7 @@ def number_fits(value: int | float, number_type: str, number_format: str) -> boo
         if type(value) is int:
             number = value
         else:
-            text = _go_float_f(value)
+            text = go_float_f(value)
             if not text.lstrip("-").isdigit():
                 return False
             number = int(text)

@@ -38,6 +38,7 @@ __all__ = [
     "child",
     "duplicate",
     "forbidden",
+    "go_float_f",
     "go_float_json",
     "go_float_v",
     "go_json",
@@ -138,6 +139,16 @@ def go_float_v(value: float) -> str:
     exp = dp - 1
     if exp < -4 or exp >= 6:
         return _format_e(value < 0, digits, dp)
+    return _format_f(value < 0, digits, dp)
+
+
+def go_float_f(value: float) -> str:
+    """``strconv.FormatFloat(value, 'f', -1, 64)``: the shortest digits, never an
+    exponent (``1e+21`` is ``1000000000000000000000``)."""
+    special = _special(value)
+    if special is not None:
+        return special
+    digits, dp = _digits(value)
     return _format_f(value < 0, digits, dp)
 
 
