@@ -565,3 +565,126 @@ def test_match_counts_are_kube_openapis() -> None:
         {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}
     ).properties["a"]
     assert _check(array, ["x", "y"], "a", False, []) == 2 + 2 + (14 + 2) + 1 + 1
+
+
+# ---------------------------------------------------------------------------------------
+# Cost: a typical 2 KB object against a 50-node schema (also the timing command's input:
+#   .venv/bin/python -m timeit -s "from tests.unit.test_crd_validation import PERF_SCHEMA,
+#   perf_object; from watchcache.registry.crd_validation import validate;
+#   o = perf_object()" "validate(o, PERF_SCHEMA)")
+
+_CONTAINER: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "image"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+        "image": {"type": "string", "minLength": 1},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "ports": {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["containerPort"],
+            "items": {
+                "type": "object",
+                "required": ["containerPort"],
+                "properties": {
+                    "containerPort": {"type": "integer", "format": "int32", "minimum": 1,
+                                      "maximum": 65535},
+                    "protocol": {"type": "string", "enum": ["TCP", "UDP", "SCTP"],
+                                 "default": "TCP"},
+                    "name": {"type": "string"},
+                },
+            },
+        },
+        "env": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "value": {"type": "string"}}}},
+        "resources": {"type": "object", "properties": {
+            "limits": {"type": "object", "additionalProperties": {
+                "x-kubernetes-int-or-string": True, "pattern": "^[0-9]+[a-zA-Z]*$"}},
+            "requests": {"type": "object", "additionalProperties": {
+                "x-kubernetes-int-or-string": True}}}},
+    },
+}  # fmt: skip
+_CONDITION: dict[str, Any] = {"type": "object", "properties": {
+    "type": {"type": "string"}, "status": {"type": "string"}, "reason": {"type": "string"},
+    "message": {"type": "string"},
+    "lastTransitionTime": {"type": "string", "format": "date-time"}}}  # fmt: skip
+PERF_SCHEMA = StructuralSchema.from_openapi(
+    {"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "required": ["replicas"], "properties": {
+            "replicas": {"type": "integer", "format": "int32", "minimum": 0, "default": 1},
+            "paused": {"type": "boolean"},
+            "strategy": {"type": "string", "enum": ["Recreate", "RollingUpdate"]},
+            "selector": {"type": "object", "properties": {"matchLabels": {
+                "type": "object", "additionalProperties": {"type": "string"}}}},
+            "containers": {"type": "array", "items": _CONTAINER, "maxItems": 20},
+            "schedule": {"type": "string", "format": "date-time"},
+            "tolerations": {"type": "array", "items": {"type": "object", "properties": {
+                "key": {"type": "string"}, "operator": {"type": "string"},
+                "value": {"type": "string"}, "effect": {"type": "string"},
+                "tolerationSeconds": {"type": "integer", "format": "int64"}}}},
+            "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+        "status": {"type": "object", "properties": {
+            "phase": {"type": "string"}, "readyReplicas": {"type": "integer"},
+            "conditions": {"type": "array", "items": _CONDITION}}},
+    }}
+)  # fmt: skip
+
+
+def perf_object() -> dict[str, Any]:
+    def container(i: int) -> dict[str, Any]:
+        return {
+            "name": f"c{i}",
+            "image": f"registry.example.com/team/app:{i}.0.1",
+            "args": ["--listen=:8080", "--verbose"],
+            "ports": [{"containerPort": 8080 + i, "name": "http", "protocol": "TCP"},
+                      {"containerPort": 9090 + i, "protocol": "UDP"}],
+            "env": [{"name": "MODE", "value": "production"}, {"name": "LEVEL", "value": "2"}],
+            "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": 1}},
+        }  # fmt: skip
+
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "App",
+        "metadata": {"name": "demo", "namespace": "default", "labels": {"app": "demo"}},
+        "spec": {
+            "replicas": 3,
+            "strategy": "RollingUpdate",
+            "selector": {"matchLabels": {"app": "demo"}},
+            "containers": [container(i) for i in range(4)],
+            "schedule": "2024-01-01T00:00:00Z",
+            "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+            "config": {"feature": {"enabled": True, "levels": [1, 2, 3]}},
+        },
+        "status": {
+            "phase": "Running",
+            "readyReplicas": 3,
+            "conditions": [{"type": "Ready", "status": "True", "reason": "AllReady",
+                            "message": "all replicas are ready",
+                            "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+        },
+    }  # fmt: skip
+
+
+def _count_nodes(node: StructuralSchema) -> int:
+    children = [prop for _, prop in node.property_items]
+    children += [c for c in (node.items, node.additional) if c is not None]
+    return 1 + sum(_count_nodes(child) for child in children)
+
+
+def test_a_2_kb_object_against_a_50_node_schema_validates_well_under_a_millisecond() -> None:
+    import json
+    import time
+
+    obj = perf_object()
+    assert _count_nodes(PERF_SCHEMA) == 50
+    assert 1900 <= len(json.dumps(obj, separators=(",", ":"))) <= 2200
+    assert validate(obj, PERF_SCHEMA) == []
+    runs = 50
+    start = time.perf_counter()
+    for _ in range(runs):
+        validate(obj, PERF_SCHEMA)
+    # About 0.15 ms on a quiet machine; the bound only catches an accidental blow-up.
+    assert (time.perf_counter() - start) / runs < 0.005

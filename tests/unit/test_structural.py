@@ -687,6 +687,82 @@ def test_defaults_inside_embedded_metadata_must_make_valid_metadata() -> None:
     ]
 
 
+def _embedded(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "x-kubernetes-embedded-resource": True, "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (
+            obj_schema(
+                metadata={"type": "object", "default": {"name": "foo"}},
+                # unknown fields in an embedded metadata default are pruned later, not refused
+                embedded=_embedded({"metadata": {"type": "object",
+                                                 "default": {"name": "foo", "unknown": 42}}}),
+            ),
+            [("properties[metadata].default", "FieldValueForbidden")],
+        ),
+        (
+            obj_schema(
+                metadata={"type": "object",
+                          "properties": {"name": {"type": "string", "default": "foo"}}},
+                embedded=_embedded({
+                    "apiVersion": {"type": "string", "default": "v1"},
+                    "kind": {"type": "string", "default": "Pod"},
+                    "metadata": {"type": "object",
+                                 "properties": {"name": {"type": "string", "default": "foo"}}},
+                }),
+            ),
+            [("properties[metadata].properties[name].default", "FieldValueForbidden")],
+        ),
+        (
+            obj_schema(
+                embedded=_embedded({
+                    "apiVersion": {"type": "string", "default": "v1"},
+                    "kind": {"type": "string", "default": "%"},
+                    "metadata": {"type": "object", "default": {"labels": {"bar": "x y"}}},
+                })
+            ),
+            [("properties[embedded].properties[kind].default", "FieldValueInvalid"),
+             ("properties[embedded].properties[metadata].default", "FieldValueInvalid")],
+        ),
+        (
+            obj_schema(
+                embedded=_embedded({"metadata": {"type": "object", "properties": {
+                    "name": {"type": "string", "default": 42},
+                    "labels": {"type": "object",
+                               "properties": {"bar": {"type": "string", "default": 42}}},
+                }}})
+            ),
+            [("properties[embedded].properties[metadata].properties[labels].properties[bar]."
+              "default", "FieldValueInvalid"),
+             ("properties[embedded].properties[metadata].properties[name].default",
+              "FieldValueInvalid")],
+        ),
+    ],
+)  # fmt: skip
+def test_metadata_defaults_as_kubernetes_table(
+    schema: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    with pytest.raises(StructuralSchemaError) as caught:
+        StructuralSchema.from_openapi(schema)
+    found = [(c.field.removeprefix(ROOT + "."), c.reason) for c in caught.value.causes]
+    assert found == expected
+
+
+def test_metadata_default_messages() -> None:
+    schema = obj_schema(
+        embedded=_embedded({"metadata": {"type": "object", "properties": {
+            "name": {"type": "string", "default": 42}}}})
+    )  # fmt: skip
+    assert violations(schema) == [
+        f"{ROOT}.properties[embedded].properties[metadata].properties[name].default: Invalid "
+        'value: 42: must result in valid metadata: metadata: Invalid value: {"name":42}: json: '
+        "cannot unmarshal number into Go struct field ObjectMeta.name of type string"
+    ]
+
+
 def test_defaults_of_int_or_string_are_not_type_checked_as_kubernetes_does_not() -> None:
     StructuralSchema.from_openapi(
         obj_schema(port={"x-kubernetes-int-or-string": True, "default": True})

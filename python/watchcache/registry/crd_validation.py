@@ -154,7 +154,9 @@ def _is_json_integer(value: float) -> bool:
 def go_key(value: Any) -> Any:
     """A hashable key equal for two values exactly when ``reflect.DeepEqual`` holds of
     their Go forms (an int64 never equals a float64, a bool never equals a number)."""
-    kind = _kind(value)
+    kind = _KIND_BY_TYPE.get(type(value))
+    if kind is None:
+        kind = _kind(value)
     if kind == _INT:
         if INT64_MIN <= value <= INT64_MAX:
             return (_INT, value)
@@ -596,13 +598,12 @@ def _list_walk_object(
     path: str | None, s: StructuralSchema, obj: dict[str, Any], out: list[StatusCause]
 ) -> None:
     additional = s.additional
-    if additional is not None:
+    if additional is not None and additional.lists_below:
         for name in sorted(obj):
             _list_walk(key(path, name), additional, obj[name], out)
-    if s.properties:
-        for name, prop in s.property_items:
-            if name in obj:
-                _list_walk(child(path, name), prop, obj[name], out)
+    for name, prop in s.property_items:
+        if prop.lists_below and name in obj:
+            _list_walk(child(path, name), prop, obj[name], out)
 
 
 def _list_walk(path: str, s: StructuralSchema, value: Any, out: list[StatusCause]) -> None:
@@ -627,7 +628,9 @@ def _list_walk(path: str, s: StructuralSchema, value: Any, out: list[StatusCause
 def _set_key(value: Any) -> Any:
     """What ``validateListSet`` compares: scalars as Go interface values (type and value),
     objects and arrays by their JSON text."""
-    kind = _kind(value)
+    kind = _KIND_BY_TYPE.get(type(value))
+    if kind is None:
+        kind = _kind(value)
     if kind in (_LIST, _DICT):
         return (_STR + 10, go_json(value))
     return go_key(value)
