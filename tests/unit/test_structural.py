@@ -189,6 +189,13 @@ def test_structural_invariants(schema: dict[str, Any], expected: str) -> None:
     assert expected in violations(schema)
 
 
+def test_a_valid_go_pattern_this_server_cannot_run_is_refused_with_its_reason() -> None:
+    assert violations(obj_schema(a={"type": "string", "pattern": "\\p{Greek}"})) == [
+        f'{ROOT}.properties[a].pattern: Invalid value: "\\\\p{{Greek}}": must be a regular '
+        "expression this server can run: unicode class \\p{Greek} is not supported by this server"
+    ]
+
+
 def test_embedded_resources_are_fine_with_properties_or_preserved_fields() -> None:
     embedded = {"type": "object", "x-kubernetes-embedded-resource": True}
     StructuralSchema.from_openapi(
