@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
-from watchcache.registry import crd_validation
+from watchcache.registry.crd_embedded import object_meta_error
 from watchcache.wire import schema as wire_schema
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def _coerce_metadata(
 
 def _round_trip_metadata(path: str | None, metadata: dict[str, Any], removed: list[str]) -> None:
     """What decoding into ObjectMeta and encoding again leaves of ``metadata``."""
-    if crd_validation.object_meta_error(metadata) is not None:
+    if object_meta_error(metadata) is not None:
         return
     fields = _object_meta_fields()
     prefix = f"{path}.metadata" if path else "metadata"

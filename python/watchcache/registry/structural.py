@@ -60,7 +60,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from watchcache.registry import crd_formats, crd_validation
+from watchcache.registry import crd_embedded, crd_formats, crd_validation
 from watchcache.registry.crd_pruning import prune_value
 from watchcache.registry.field_errors import (
     child,
@@ -1131,11 +1131,11 @@ def _defaults(
             prune_value(pruned, s, is_resource_root=embedded)
             if not crd_validation.go_equal(pruned, default):
                 out.append(invalid(default_path, default, "must not have unknown fields"))
-            coerce = crd_validation.coerce_error(default_path, default, s, embedded)
+            coerce = crd_embedded.coerce_error(default_path, default, s, embedded)
             if coerce is not None:
                 out.append(coerce)
             else:
-                meta = crd_validation.embedded_errors(default, s, default_path, embedded)
+                meta = crd_embedded.embedded_errors(default, s, default_path, embedded)
                 out.extend(meta or crd_validation.schema_errors(s, default, default_path, True))
     if s.items is not None:
         _defaults(
@@ -1171,12 +1171,12 @@ def _meta_default(
     surrounding = _surround(copy.deepcopy(default), steps)
     if surrounding is None:
         return
-    coerce = crd_validation.coerce_error(None, surrounding, resource_root, True)
+    coerce = crd_embedded.coerce_error(None, surrounding, resource_root, True)
     if coerce is not None:
         text = f"{coerce.field}: {coerce.message}"
         out.append(invalid(path, default, f"must result in valid metadata: {text}"))
         return
-    meta = crd_validation.embedded_errors(surrounding, resource_root, None, True)
+    meta = crd_embedded.embedded_errors(surrounding, resource_root, None, True)
     if meta:
         out.append(invalid(path, default, f"must result in valid metadata: {_aggregate(meta)}"))
         return
