@@ -27,7 +27,7 @@ iterates a Go map (properties, object members) the order here is sorted.
 
 The walk is one recursive function over the compiled tree with no allocation per node
 beyond the path string; errors are small tuples turned into causes once at the end. A
-2 KB object against a 50-node schema takes about 0.1 ms. Pure functions; safe from any
+2 KB object against a 50-node schema takes about 0.2 ms. Pure functions; safe from any
 thread. Callers: the custom-resource write path, and ``registry.structural`` (checking
 defaults, with the schema's other type view).
 """
