@@ -32,7 +32,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response, S
 from starlette.routing import Route
 
 from watchcache import metrics
-from watchcache.apiserver import discovery, tables
+from watchcache.apiserver import aggregated_discovery, discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.garbage_collector import GarbageCollector
@@ -297,10 +297,28 @@ class ApiServer:
         return _json(discovery.version_info_json())
 
     async def _api(self, request: Request) -> Response:
+        # The Accept header picks aggregated discovery (or a 304/406) or the legacy
+        # document, as kube-apiserver's discovery wrapper does (aggregated_discovery).
+        aggregated = aggregated_discovery.answer(
+            request.headers.get("accept"),
+            request.headers.get("if-none-match"),
+            self.resources.values(),
+            aggregated_discovery.Endpoint.CORE,
+        )
+        if aggregated is not None:
+            return Response(aggregated.body, aggregated.status, dict(aggregated.headers))
         host = request.headers.get("host", "")
         return _json(discovery.api_versions_json(host))
 
-    async def _apis(self, _request: Request) -> Response:
+    async def _apis(self, request: Request) -> Response:
+        aggregated = aggregated_discovery.answer(
+            request.headers.get("accept"),
+            request.headers.get("if-none-match"),
+            self.resources.values(),
+            aggregated_discovery.Endpoint.NAMED_GROUPS,
+        )
+        if aggregated is not None:
+            return Response(aggregated.body, aggregated.status, dict(aggregated.headers))
         return _json(discovery.api_group_list_json(self.resources.values()))
 
     async def _api_v1(self, _request: Request) -> Response:
