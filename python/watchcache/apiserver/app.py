@@ -39,7 +39,6 @@ from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
-from watchcache.registry import admission
 from watchcache.registry.admission import MAX_BODY_BYTES
 from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
@@ -47,8 +46,6 @@ from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
 from watchcache.wire.body import (
     decode_body,
-    decode_unstructured,
-    has_schema,
     warning_header_value,
 )
 from watchcache.wire.errors import (
@@ -114,7 +111,9 @@ class ApiServer:
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
         self.support = ProgressRequestSupport()
-        #: Served resources, caches and stores by ``group_resource``.
+        #: Served resources, caches and stores by ``ResourceSpec.served_key``: the
+        #: ``group_resource`` for the version objects are stored in, which is all the
+        #: controllers follow (a CRD's other versions are the same objects).
         self.resources: dict[str, ResourceSpec] = {}
         self.caches: dict[str, SyncedCache] = {}
         self.stores: dict[str, ObjectStore] = {}
@@ -125,9 +124,17 @@ class ApiServer:
             self._install(spec)
 
     def _install(self, spec: ResourceSpec) -> None:
-        name = spec.group_resource
+        name = spec.served_key
         if name in self.resources:
             raise ValueError(f"the resource {name} is served already")
+        # The store first: its codec (conversion to this version, schema defaults) is the
+        # one the cache ingests with. A schema that is not structural raises here.
+        store = ObjectStore(
+            self.client,
+            spec,
+            namespace_phase=self._namespace_phase if self._serves_namespaces else None,
+            garbage_collection=self.garbage_collection,
+        )
         self.caches[name] = SyncedCache(
             self.client,
             spec.prefix,
@@ -135,18 +142,13 @@ class ApiServer:
             kind=spec.kind,
             group=spec.group,
             api_version=spec.api_version,
-            codec=spec.codec(),
+            codec=store.codec,
             mode=self.consistent_reads,
             support=self.support,
             **self.cache_options,
         )
-        self.stores[name] = ObjectStore(
-            self.client,
-            spec,
-            cache=self.caches[name].cache,
-            namespace_phase=self._namespace_phase if self._serves_namespaces else None,
-            garbage_collection=self.garbage_collection,
-        )
+        store.cache = self.caches[name].cache
+        self.stores[name] = store
         self.resources[name] = spec
         if not self._started:
             self._by_path[(spec.group, spec.version, spec.name)] = spec
@@ -158,11 +160,12 @@ class ApiServer:
         controllers."""
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
         caches = _LiveCaches(self.caches)
+        stored = _StoredVersions(self.resources)
         controllers: list[NamespaceController | GarbageCollector] = []
         if self._serves_namespaces:
-            controllers.append(NamespaceController(self.resources, caches, self.stores))
+            controllers.append(NamespaceController(stored, caches, self.stores))
         if self.garbage_collection:
-            controllers.append(GarbageCollector(self.resources, caches, self.stores))
+            controllers.append(GarbageCollector(stored, caches, self.stores))
         self._controller_objects = controllers
         self._controllers = [
             asyncio.create_task(c.run(), name=type(c).__name__) for c in controllers
@@ -185,27 +188,30 @@ class ApiServer:
     async def add_resource(self, spec: ResourceSpec, *, timeout: float | None = 120.0) -> None:
         """Serve ``spec`` from now on: routes, discovery and OpenAPI include it once its
         cache has listed (at most ``timeout``), and the controllers follow it. Raises
-        ValueError when a resource of that group_resource is served already."""
+        ValueError when a resource with that ``served_key`` is served already, and
+        ``InvalidSchemaError`` (a ValueError) when its OpenAPI schema is not structural."""
         self._install(spec)
-        name = spec.group_resource
+        name = spec.served_key
         if self._started:
             try:
                 await self.caches[name].start(timeout=timeout)
             except BaseException:
                 await self._uninstall(name)
                 raise
-            for controller in self._controller_objects:
-                controller.resource_added(spec)
+            if spec.stored_as_served:
+                for controller in self._controller_objects:
+                    controller.resource_added(spec)
         self._by_path[(spec.group, spec.version, spec.name)] = spec
 
-    async def remove_resource(self, group_resource: str) -> ResourceSpec:
+    async def remove_resource(self, served_key: str) -> ResourceSpec:
         """Stop serving a resource (its objects stay in etcd). Raises KeyError when it is
         not served."""
-        spec = self.resources[group_resource]
+        spec = self.resources[served_key]
         self._by_path.pop((spec.group, spec.version, spec.name), None)
-        for controller in self._controller_objects:
-            controller.resource_removed(spec)
-        await self._uninstall(group_resource)
+        if spec.stored_as_served:
+            for controller in self._controller_objects:
+                controller.resource_removed(spec)
+        await self._uninstall(served_key)
         return spec
 
     async def _uninstall(self, name: str) -> None:
@@ -422,16 +428,31 @@ class ApiServer:
         return await _guard(self._serve_collection(request, params["namespace"]))
 
     async def _collection(self, request: Request) -> Response:
-        return await _guard(self._serve_collection(request, request.path_params["namespace"]))
+        answer = await _guard(self._serve_collection(request, request.path_params["namespace"]))
+        return self._warn_if_deprecated(request, answer)
 
     async def _cluster_collection(self, request: Request) -> Response:
-        return await _guard(self._serve_collection(request, None))
+        answer = await _guard(self._serve_collection(request, None))
+        return self._warn_if_deprecated(request, answer)
 
     async def _item(self, request: Request) -> Response:
-        return await _guard(self._serve_item(request, request.path_params["namespace"]))
+        answer = await _guard(self._serve_item(request, request.path_params["namespace"]))
+        return self._warn_if_deprecated(request, answer)
 
     async def _cluster_item(self, request: Request) -> Response:
-        return await _guard(self._serve_item(request, None))
+        answer = await _guard(self._serve_item(request, None))
+        return self._warn_if_deprecated(request, answer)
+
+    def _warn_if_deprecated(self, request: Request, response: Response) -> Response:
+        """Every answer from a deprecated version carries its warning, errors included,
+        as kube-apiserver's deprecation filter adds it."""
+        params = request.path_params
+        spec = self._by_path.get(
+            (params.get("group", ""), params.get("version", "v1"), params.get("resource", ""))
+        )
+        if spec is not None and spec.deprecation_warning:
+            response.headers.append("Warning", warning_header_value(spec.deprecation_warning))
+        return response
 
     async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
         spec = self._resource(request, namespaced_path=namespace is not None)
@@ -441,10 +462,11 @@ class ApiServer:
                 raise MethodNotAllowedError()
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
-            obj, warnings = _decode(request, body, spec, create.field_validation)
-            created = await self.stores[spec.group_resource].create(
-                namespace or "", obj, dry_run=create.dry_run
+            store = self.stores[spec.served_key]
+            obj, warnings = store.decode(
+                body, request.headers.get("content-type", ""), create.field_validation
             )
+            created = await store.create(namespace or "", obj, dry_run=create.dry_run)
             return _json(created, status=201, warnings=warnings)
         if request.method == "DELETE":
             if "deletecollection" not in spec.verbs:
@@ -455,7 +477,7 @@ class ApiServer:
             if isinstance(selection, WatchOptions):
                 raise BadRequestError("a watch cannot delete a collection")
             _check_fields(spec, selection.field_requirements)
-            deleted = await self.stores[spec.group_resource].delete_collection(
+            deleted = await self.stores[spec.served_key].delete_collection(
                 namespace or "", selection, _delete_options(request, body, query)
             )
             return _json(deleted)
@@ -479,21 +501,47 @@ class ApiServer:
             part = Subresource(subresource)
             if _VERBS[request.method] not in spec.subresource_verbs(subresource):
                 raise MethodNotAllowedError()
-        store = self.stores[spec.group_resource]
+        store = self.stores[spec.served_key]
         ns = namespace or ""
         method = request.method
         if method == "GET":
+            if part is Subresource.SCALE:
+                return _json(await store.get_scale(ns, name))
             return await self._get(request, spec, ns, name)
         body = await _read_body(request)
         query = _query(request)
         if method == "PUT":
             update = UpdateOptions.from_query(query)
-            obj, warnings = _decode(request, body, spec, update.field_validation)
+            if part is Subresource.SCALE:
+                answer = await store.update_scale(
+                    ns,
+                    name,
+                    request.headers.get("content-type", ""),
+                    body,
+                    patch=False,
+                    dry_run=update.dry_run,
+                    field_validation=update.field_validation,
+                )
+                return _json(answer.body, warnings=answer.warnings)
+            obj, warnings = store.decode(
+                body, request.headers.get("content-type", ""), update.field_validation
+            )
             updated = await store.update(ns, name, obj, dry_run=update.dry_run, subresource=part)
             return _json(updated, warnings=warnings)
         if method == "PATCH":
             patch = PatchOptions.from_query(query)
             content_type = request.headers.get("content-type", "")
+            if part is Subresource.SCALE:
+                answer = await store.update_scale(
+                    ns,
+                    name,
+                    content_type,
+                    body,
+                    patch=True,
+                    dry_run=patch.dry_run,
+                    field_validation=patch.field_validation,
+                )
+                return _json(answer.body, warnings=answer.warnings)
             answer = await store.patch(
                 ns,
                 name,
@@ -517,7 +565,7 @@ class ApiServer:
         _check_fields(spec, opts.field_requirements)
         if opts.limit > self.max_limit:
             opts = dataclasses.replace(opts, limit=self.max_limit)
-        cache = self.caches[spec.group_resource].cache
+        cache = self.caches[spec.served_key].cache
         result = await cache.list(opts, prefix=spec.collection_prefix(namespace))
         table = _table_request(request)
         if table is not None:
@@ -536,7 +584,7 @@ class ApiServer:
         self, request: Request, spec: ResourceSpec, namespace: str, name: str
     ) -> Response:
         resource_version = dict(_query(request)).get("resourceVersion", "")
-        cache = self.caches[spec.group_resource].cache
+        cache = self.caches[spec.served_key].cache
         item = await cache.get(spec.key(namespace, name), resource_version)
         table = _table_request(request)
         if table is not None:
@@ -560,7 +608,7 @@ class ApiServer:
             timeout = int(self.min_request_timeout * (1 + random.random()))
             opts = dataclasses.replace(opts, timeout_seconds=timeout)
         table = _table_request(request)
-        cache = self.caches[spec.group_resource].cache
+        cache = self.caches[spec.served_key].cache
         watcher = cache.watch(opts, prefix=spec.collection_prefix(namespace))
         first_error: bytes | None = None
         try:
@@ -612,6 +660,27 @@ class ApiServer:
         obj = json.loads(item.value)
         terminating = (obj.get("status") or {}).get("phase") == NamespacePhase.TERMINATING
         return NamespacePhase.TERMINATING if terminating else NamespacePhase.ACTIVE
+
+
+class _StoredVersions(Mapping[str, ResourceSpec]):
+    """The served resources in the version their objects are stored in, as they are when
+    asked: what the controllers follow (a CRD's other served versions are the same
+    objects again)."""
+
+    def __init__(self, served: Mapping[str, ResourceSpec]) -> None:
+        self._served = served
+
+    def __getitem__(self, name: str) -> ResourceSpec:
+        spec = self._served[name]
+        if not spec.stored_as_served:
+            raise KeyError(name)
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, spec in self._served.items() if spec.stored_as_served)
+
+    def __len__(self) -> int:
+        return sum(1 for spec in self._served.values() if spec.stored_as_served)
 
 
 class _LiveCaches(Mapping[str, WatchCache]):
@@ -681,22 +750,6 @@ def _check_accept(request: Request) -> None:
         if media.lower() in _JSON_RANGES and not rejected:
             return
     raise NotAcceptableError.accepting([JSON])
-
-
-def _decode(
-    request: Request, body: bytes, spec: ResourceSpec, validation: FieldValidation
-) -> tuple[dict[str, Any], list[str]]:
-    """The request's object, decoded by its Content-Type (JSON, YAML or protobuf) and
-    checked against the kind's schema, with the warnings to send."""
-    admission.check_size(body)
-    decode = decode_body if has_schema(spec.api_version, spec.kind) else decode_unstructured
-    return decode(
-        body,
-        request.headers.get("content-type", ""),
-        kind=spec.kind,
-        api_version=spec.api_version,
-        field_validation=validation,
-    )
 
 
 def _delete_options(request: Request, body: bytes, query: list[tuple[str, str]]) -> DeleteOptions:

@@ -44,7 +44,7 @@ from watchcache.apiserver.openapi_schemas import (
 )
 from watchcache.registry.patch import PATCH_CONTENT_TYPES, STRATEGIC_MERGE_PATCH
 from watchcache.registry.resources import ResourceSpec
-from watchcache.registry.strategy import strategy_for
+from watchcache.registry.strategies import strategy_class
 
 __all__ = ["Operation", "Parameter", "PathItem", "render_v2", "render_v3", "resource_paths"]
 
@@ -158,7 +158,7 @@ def resource_paths(spec: ResourceSpec, names: KindNames) -> list[PathItem]:
     scope_params = (Parameter("namespace", "string", "path"),) if spec.namespaced else ()
     item_params = (Parameter("name", "string", "path"), *scope_params)
     status = component_name(META.status)
-    delete_answer = names.kind if strategy_for(spec).returns_deleted_object else status
+    delete_answer = names.kind if strategy_class(spec).returns_deleted_object else status
     patch_types = tuple(
         media
         for media in PATCH_CONTENT_TYPES

@@ -14,7 +14,7 @@ runs for every object of an initial sync.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,10 +44,13 @@ class ObjectCodec:
     read at the same dotted path, or a ``(name, path)`` pair when the selector name is not
     the path (core Events' ``source`` is ``source.component``); a missing path or a
     non-string value is extracted as its string form or "", which is what Kubernetes'
-    field sets give for unset fields.
+    field sets give for unset fields. ``convert``: changes each parsed object in place
+    before it is cached (a version other than the stored one), so serving it costs nothing
+    more than serving what is stored.
     """
 
     fields: Sequence[str | tuple[str, str]] = DEFAULT_FIELDS
+    convert: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
     _paths: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -67,6 +70,8 @@ class ObjectCodec:
         ``metadata.resourceVersion`` is set). Raises ObjectDecodeError."""
         if not isinstance(obj, dict):
             raise ObjectDecodeError(key, "not a JSON object")
+        if self.convert is not None:
+            self.convert(obj)
         metadata = obj.get("metadata")
         if metadata is None:
             metadata = obj["metadata"] = {}

@@ -56,13 +56,11 @@ from watchcache.cache.backing_store import ListResult
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient
 from watchcache.registry import admission
-from watchcache.registry.patch import apply_patch
-from watchcache.registry.resources import ResourceSpec
-from watchcache.registry.strategy import (
-    NAMESPACE_FINALIZER,
-    NamespaceStrategy,
-    strategy_for,
-)
+from watchcache.registry.patch import PATCH_CONTENT_TYPES, STRATEGIC_MERGE_PATCH, apply_patch
+from watchcache.registry.resources import ResourceSpec, ScaleSubresource
+from watchcache.registry.scale import SCALE_API_VERSION, SCALE_KIND, from_scale, to_scale
+from watchcache.registry.strategies import strategy_for
+from watchcache.registry.strategy import NAMESPACE_FINALIZER, NamespaceStrategy
 from watchcache.wire import gojson
 from watchcache.wire.body import JSON as JSON_MEDIA_TYPE
 from watchcache.wire.body import check_depth, decode_body, decode_unstructured, has_schema
@@ -77,6 +75,7 @@ from watchcache.wire.errors import (
     NotFoundError,
     StatusCause,
     StatusDetails,
+    UnsupportedMediaTypeError,
 )
 from watchcache.wire.gostrconv import go_quote, parse_uint64
 from watchcache.wire.options import ListOptions, ResourceVersionMatch
@@ -107,6 +106,7 @@ class Subresource(enum.StrEnum):
     MAIN = ""  #: everything but status (for kinds that have one)
     STATUS = "status"  #: status only
     FINALIZE = "finalize"  #: a namespace's ``spec.finalizers`` only
+    SCALE = "scale"  #: the replicas, through an ``autoscaling/v1`` Scale
 
 
 class NamespacePhase(enum.StrEnum):
@@ -159,7 +159,13 @@ class ObjectStore:
         self.cache = cache
         self.spec = spec
         self.strategy = strategy_for(spec)
-        self.codec = spec.codec()
+        #: What a stored object goes through on its way to a client (this version, the
+        #: schema's defaults); None: nothing. The cache's codec applies it too.
+        self.to_served = _compose(spec.converter(), self.strategy.on_read())
+        self.codec = replace(spec.codec(), convert=self.to_served)
+        #: When set, creates are refused with this message (405), as for the resource of
+        #: a CRD being deleted.
+        self.refuse_creates = ""
         self.garbage_collection = garbage_collection
         self._namespace_phase = namespace_phase
         self._clock = clock
@@ -181,7 +187,42 @@ class ObjectStore:
             raise InternalError(f"stored object {kv.key!r} is not JSON: {error}") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
             raise InternalError(f"stored object {kv.key!r} is not a Kubernetes object")
+        if self.to_served is not None:
+            self.to_served(obj)
         return obj, int(kv.mod_revision)
+
+    def _stored_value(self, obj: dict[str, Any]) -> bytes:
+        """The etcd value of ``obj``: in the storage version."""
+        if self.spec.stored_as_served:
+            return admission.encode(obj)
+        return admission.encode({**obj, "apiVersion": self.spec.storage_api_version})
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def decode(
+        self, body: bytes, content_type: str, field_validation: FieldValidation
+    ) -> tuple[dict[str, Any], list[str]]:
+        """A write's body as an object of this resource (JSON, YAML or protobuf by
+        ``content_type``; kinds without a built-in schema: JSON or YAML, pruned by their
+        own), with the warnings ``field_validation`` asks for. Raises 400, 413, 415."""
+        admission.check_size(body)
+        spec = self.spec
+        if has_schema(spec.api_version, spec.kind):
+            return decode_body(
+                body,
+                content_type,
+                kind=spec.kind,
+                api_version=spec.api_version,
+                field_validation=field_validation,
+            )
+        return decode_unstructured(
+            body,
+            content_type,
+            kind=spec.kind,
+            api_version=spec.api_version,
+            field_validation=field_validation,
+            prune=self.strategy.prune,
+        )
 
     async def _lease(self) -> int:
         """The etcd lease a write of this resource attaches its object to (0: none), as
@@ -207,6 +248,10 @@ class ObjectStore:
         whether the name is taken, nothing is written and the answer has no
         resourceVersion."""
         spec = self.spec
+        if self.refuse_creates:
+            raise MethodNotAllowedError(
+                self.refuse_creates, details=StatusDetails(group=spec.group, kind=spec.name)
+            )
         metadata = admission.check_object(spec, obj, namespace=namespace, name=None)
         name = metadata["name"]
         if spec.namespaced:
@@ -220,7 +265,7 @@ class ObjectStore:
                 raise AlreadyExistsError.for_object(spec.name, name, spec.group)
             return admission.encode(obj)
         lease = await self._lease()
-        result = await self.client.create(key, admission.encode(obj), lease=lease)
+        result = await self.client.create(key, self._stored_value(obj), lease=lease)
         if not result.succeeded:
             error = AlreadyExistsError.for_object(spec.name, name, spec.group)
             current = result.current
@@ -294,6 +339,7 @@ class ObjectStore:
         if len(body) > admission.MAX_BODY_BYTES:
             admission.check_size(body)
         spec = self.spec
+        self._check_patch_type(content_type)
         warnings: list[str] = []
 
         def patched(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
@@ -314,6 +360,16 @@ class ObjectStore:
         answer = await self._guaranteed_update(namespace, name, patched, dry_run=dry_run)
         return WriteAnswer(answer, warnings=tuple(warnings))
 
+    def _check_patch_type(self, content_type: str) -> None:
+        """A strategic merge patch needs the kind's Go struct tags; kinds without a
+        built-in schema (CRDs') refuse it with 415, as kube-apiserver does."""
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        spec = self.spec
+        if media_type == STRATEGIC_MERGE_PATCH and not has_schema(spec.api_version, spec.kind):
+            raise UnsupportedMediaTypeError.accepting(
+                t for t in PATCH_CONTENT_TYPES if t != STRATEGIC_MERGE_PATCH
+            )
+
     def _decode_patched(
         self, result: dict[str, Any], field_validation: FieldValidation
     ) -> tuple[dict[str, Any], list[str]]:
@@ -321,15 +377,8 @@ class ObjectStore:
         JSON into the kind: what does not decode is a 422 on the field ``patch``."""
         spec = self.spec
         text = gojson.dumps(result)
-        decode = decode_body if has_schema(spec.api_version, spec.kind) else decode_unstructured
         try:
-            return decode(
-                text.encode(),
-                JSON_MEDIA_TYPE,
-                kind=spec.kind,
-                api_version=spec.api_version,
-                field_validation=field_validation,
-            )
+            return self.decode(text.encode(), JSON_MEDIA_TYPE, field_validation)
         except BadRequestError as error:
             why = error.message
             prefix = f"{spec.kind} in version "
@@ -367,6 +416,70 @@ class ObjectStore:
             return self._prepare_update(obj, stored, subresource)
 
         return await self._guaranteed_update(namespace, name, changed, dry_run=False)
+
+    # -- scale --------------------------------------------------------------------------------
+
+    async def get_scale(self, namespace: str, name: str) -> bytes:
+        """The object's Scale (``GET .../scale``), read from etcd. Raises 404."""
+        scale = self._scale_paths()
+        stored, revision = await self.read(namespace, name)
+        stored["metadata"]["resourceVersion"] = str(revision)
+        return admission.encode(to_scale(stored, scale))
+
+    async def update_scale(
+        self,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: bytes,
+        *,
+        patch: bool,
+        dry_run: bool = False,
+        field_validation: FieldValidation = FieldValidation.WARN,
+    ) -> WriteAnswer:
+        """``PUT`` (a Scale body) or ``PATCH`` (a patch of the Scale) of ``.../scale``:
+        the new ``spec.replicas`` goes to the object, which is updated as by a client.
+        Answers the resulting Scale. Raises 400, 404, 409, 422."""
+        scale = self._scale_paths()
+        warnings: list[str] = []
+        given: dict[str, Any] | None = None
+        if not patch:
+            given, warnings = _decode_scale(body, content_type, field_validation)
+            admission.check_object(_SCALE_SPEC, given, namespace=namespace, name=name)
+        elif len(body) > admission.MAX_BODY_BYTES:
+            admission.check_size(body)
+        precondition = 0 if given is None else _resource_version(given["metadata"])
+
+        def scaled(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
+            meta = {**stored["metadata"], "resourceVersion": str(revision)}
+            current = {**stored, "metadata": meta}
+            new_scale = given
+            if new_scale is None:
+                result = apply_patch(content_type, to_scale(current, scale), body, SCALE_KIND)
+                if not isinstance(result, dict):
+                    raise BadRequestError("the patched object is not a JSON object")
+                check_depth(result)
+                new_scale, found = _decode_scale(
+                    gojson.dumpb(result), JSON_MEDIA_TYPE, field_validation
+                )
+                warnings[:] = found
+                wanted = _resource_version(new_scale.get("metadata") or {})
+                if wanted and wanted != revision:
+                    raise self._conflict(name)
+            obj = copy.deepcopy(current)
+            from_scale(obj, new_scale, scale)
+            return self._prepare_update(obj, stored, Subresource.MAIN)
+
+        answer = await self._guaranteed_update(
+            namespace, name, scaled, dry_run=dry_run, precondition=precondition
+        )
+        updated = gojson.loads(answer)
+        return WriteAnswer(admission.encode(to_scale(updated, scale)), warnings=tuple(warnings))
+
+    def _scale_paths(self) -> ScaleSubresource:
+        if self.spec.scale is None:
+            raise NotFoundError("the server could not find the requested resource")
+        return self.spec.scale
 
     def _check_subresource(self, subresource: Subresource) -> None:
         if subresource is Subresource.STATUS and not self.strategy.has_status:
@@ -447,7 +560,7 @@ class ObjectStore:
             if dry_run:
                 return self._answer(namespace, name, result, revision)
             written = await self.client.update(
-                key, admission.encode(result), revision, lease=await self._lease()
+                key, self._stored_value(result), revision, lease=await self._lease()
             )
             if written.succeeded:
                 return self._answer(namespace, name, result, written.revision)
@@ -622,7 +735,7 @@ class ObjectStore:
             return WriteAnswer(self._answer(namespace, name, marked, revision), code)
         key = self.spec.key(namespace, name).encode()
         written = await self.client.update(
-            key, admission.encode(marked), revision, lease=await self._lease()
+            key, self._stored_value(marked), revision, lease=await self._lease()
         )
         if written.succeeded:
             return WriteAnswer(self._answer(namespace, name, marked, written.revision), code)
@@ -799,6 +912,46 @@ def _immutable(field: str, value: Any) -> StatusCause:
     return StatusCause(
         "FieldValueInvalid", f"Invalid value: {gojson.dumps(value)}: field is immutable", field
     )
+
+
+#: How a Scale body is checked against the URL (kind, apiVersion, name, namespace).
+_SCALE_SPEC: Final = ResourceSpec("scale", "scale", SCALE_KIND, group="autoscaling")
+
+
+def _decode_scale(
+    body: bytes, content_type: str, field_validation: FieldValidation
+) -> tuple[dict[str, Any], list[str]]:
+    if has_schema(SCALE_API_VERSION, SCALE_KIND):
+        return decode_body(
+            body,
+            content_type,
+            kind=SCALE_KIND,
+            api_version=SCALE_API_VERSION,
+            field_validation=field_validation,
+        )
+    return decode_unstructured(
+        body,
+        content_type,
+        kind=SCALE_KIND,
+        api_version=SCALE_API_VERSION,
+        field_validation=field_validation,
+    )
+
+
+def _compose(
+    *steps: Callable[[dict[str, Any]], None] | None,
+) -> Callable[[dict[str, Any]], None] | None:
+    present = [step for step in steps if step is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def composed(obj: dict[str, Any]) -> None:
+        for step in present:
+            step(obj)
+
+    return composed
 
 
 def _being_deleted(value: bytes) -> bool:

@@ -16,7 +16,7 @@ The built-in kinds are core/v1 ``configmaps``, ``secrets``, ``pods``, ``namespac
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,16 @@ class PrinterColumn:
 
 
 @dataclass(frozen=True, slots=True)
+class ScaleSubresource:
+    """Where a kind keeps what the ``/scale`` subresource reads and writes, as a CRD's
+    ``subresources.scale`` declares it: dotted JSON paths (``.spec.replicas``)."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceSpec:
     """A served resource.
 
@@ -60,6 +70,10 @@ class ResourceSpec:
     (a CRD version's ``openAPIV3Schema``; None for built-in kinds, whose schema is the
     wire's). ``storage_prefix``: the etcd prefix when not the default layout.
     ``ttl_seconds``: objects expire this long after their last write (Events), 0 never.
+    ``storage_version``: the version objects are stored as, when it is not ``version``
+    (a CRD's other served versions); reads and writes convert at the etcd boundary.
+    ``scale``: the ``/scale`` subresource's paths (listed in ``subresources`` too).
+    ``deprecation_warning``: sent as a Warning header with every request to this version.
     """
 
     name: str
@@ -79,6 +93,9 @@ class ResourceSpec:
     openapi_schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     storage_prefix: str = ""
     ttl_seconds: int = 0
+    storage_version: str = ""
+    scale: ScaleSubresource | None = None
+    deprecation_warning: str = ""
 
     @property
     def api_version(self) -> str:
@@ -88,6 +105,25 @@ class ResourceSpec:
     def group_resource(self) -> str:
         """``<resource>[.<group>]``: what tells served resources apart."""
         return f"{self.name}.{self.group}" if self.group else self.name
+
+    @property
+    def stored_as_served(self) -> bool:
+        """Objects are stored in this version (no conversion between etcd and clients)."""
+        return not self.storage_version or self.storage_version == self.version
+
+    @property
+    def storage_api_version(self) -> str:
+        version = self.version if self.stored_as_served else self.storage_version
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def served_key(self) -> str:
+        """What tells served resources apart: ``group_resource`` for the version objects
+        are stored in, ``<resource>.<version>.<group>`` for a CRD's other versions (their
+        objects are the same ones, so controllers follow only the storage version)."""
+        if self.stored_as_served:
+            return self.group_resource
+        return f"{self.name}.{self.version}.{self.group}"
 
     @property
     def api_root(self) -> str:
@@ -115,6 +151,19 @@ class ResourceSpec:
         """The verbs of a subresource, as Kubernetes serves them."""
         return ("update",) if subresource == "finalize" else ("get", "patch", "update")
 
+    def converter(self) -> Callable[[dict[str, Any]], None] | None:
+        """What turns a stored object into this version (None: stored as served). Only
+        ``None`` conversion is modelled, as a CRD without a webhook has it: the objects of
+        every version are the same but for ``apiVersion``."""
+        if self.stored_as_served:
+            return None
+        api_version = self.api_version
+
+        def to_served(obj: dict[str, Any]) -> None:
+            obj["apiVersion"] = api_version
+
+        return to_served
+
     @property
     def selectable_fields(self) -> tuple[str, ...]:
         scope = ("metadata.name", "metadata.namespace") if self.namespaced else ("metadata.name",)
@@ -124,7 +173,9 @@ class ResourceSpec:
         # Cluster-scoped objects still answer metadata.namespace="" like Kubernetes does.
         paths = dict(self.field_paths)
         selectable = ("metadata.name", "metadata.namespace", *self.fields)
-        return ObjectCodec(tuple((name, paths.get(name, name)) for name in selectable))
+        return ObjectCodec(
+            tuple((name, paths.get(name, name)) for name in selectable), convert=self.converter()
+        )
 
     def key(self, namespace: str, name: str) -> str:
         """The etcd key of one object (``/registry/<resource>/[<namespace>/]<name>``)."""

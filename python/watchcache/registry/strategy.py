@@ -35,6 +35,7 @@ import base64
 import binascii
 import copy
 import re
+from collections.abc import Callable
 from typing import Any, ClassVar, Final
 
 from watchcache.registry.resources import ResourceSpec
@@ -119,6 +120,15 @@ class Strategy:
 
     def grace_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         """None when deletion is not graceful; else the grace period in seconds (0: now)."""
+        return None
+
+    def prune(self, obj: dict[str, Any]) -> list[str]:
+        """What decoding a body of a kind without a built-in schema removes (and adds):
+        the removed paths, reported as unknown fields. Kinds without a schema keep all."""
+        return []
+
+    def on_read(self) -> Callable[[dict[str, Any]], None] | None:
+        """What happens to each stored object as it is read (None: nothing)."""
         return None
 
 
@@ -293,9 +303,9 @@ _STRATEGIES: Final[dict[str, type[Strategy]]] = {
 }
 
 
-def strategy_for(spec: ResourceSpec) -> Strategy:
-    """The strategy of a served resource (the generic one for kinds without rules)."""
-    return _STRATEGIES.get(spec.kind, Strategy)(spec) if not spec.group else Strategy(spec)
+def builtin_strategy_class(spec: ResourceSpec) -> type[Strategy]:
+    """The strategy class of a built-in kind (the generic one for kinds without rules)."""
+    return _STRATEGIES.get(spec.kind, Strategy) if not spec.group else Strategy
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

@@ -24,7 +24,10 @@ a JSON-ready dict and the warnings to send (``Warning: 299 - "..."``), or raises
   gives; Go's order of precedence is kept (a custom unmarshaler's error ends decoding, a
   plain type error is remembered and decoding goes on). Unknown fields and duplicate fields
   are strict errors in sigs.k8s.io/json's words and paths (``unknown field
-  "spec.containers[0].foo"``, ``duplicate field "metadata.name"``, at most 100, each once);
+  "spec.containers[0].foo"``, ``duplicate field "metadata.name"``, at most 100, each once),
+  except inside a CRD schema's ``items``, ``additionalProperties``, ``additionalItems`` and
+  ``dependencies``, which apiextensions decodes with a plain ``json.Unmarshal`` of its own
+  (``_Walk.wrapper``): there they are dropped without a word, as Kubernetes drops them;
   duplicate YAML keys are goyaml's (``line 4: key "a" already set in map``). Unknown fields
   are removed from the object in every mode; a duplicated field keeps what Go's decoder
   keeps (it decodes the later value into the earlier one: objects merge, lists merge
@@ -54,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import yaml
@@ -65,6 +69,7 @@ from watchcache.wire.gostrconv import go_quote
 from watchcache.wire.schema import (
     BOOL,
     BYTES,
+    DOUBLE,
     INT32,
     INT64,
     LIST,
@@ -72,6 +77,7 @@ from watchcache.wire.schema import (
     MESSAGE,
     SINGLE,
     STRING,
+    WRAPPERS,
     Field,
     Message,
     load,
@@ -458,18 +464,27 @@ class _Walk:
     ``depth`` is always the nesting level of the value being looked at (the body is 1), the
     unit ``registry.admission`` counts in. ``path`` is sigs.k8s.io/json's strict path
     (``spec.containers[0]``), ``stack`` encoding/json's field stack (struct fields only:
-    ``spec.containers``), ``struct`` the Go struct a type error names."""
+    ``spec.containers``), ``struct`` the Go struct a type error names.
 
-    __slots__ = ("saved", "seen_strict", "strict")
+    A walk with ``context`` stands for the plain ``json.Unmarshal`` that apiextensions'
+    JSONSchemaProps wrappers call (:meth:`wrapper`): it reports no strict errors, and every
+    type error it makes names ``context``, the (struct, field stack) where the outermost
+    wrapper was met, because each enclosing decoder's ``addErrorContext`` overwrites the
+    names an inner decoder gave."""
 
-    def __init__(self) -> None:
+    __slots__ = ("context", "saved", "seen_strict", "strict")
+
+    def __init__(self, context: tuple[str, str] | None = None) -> None:
         self.strict: list[str] = []
         self.seen_strict: set[str] = set()
         self.saved: str | None = None  # the first plain type error (Go's savedError)
+        self.context = context
 
     # -- errors ----------------------------------------------------------------------------
 
     def strict_error(self, what: str, parent: str, name: str) -> None:
+        if self.context is not None:
+            return  # a plain json.Unmarshal: unknown and duplicate fields pass silently
         path = f"{parent}.{name}" if parent else name
         text = f"{what} {go_quote(path)}"
         if text in self.seen_strict or len(self.strict) >= _MAX_STRICT_ERRORS:
@@ -477,11 +492,12 @@ class _Walk:
         self.seen_strict.add(text)
         self.strict.append(text)
 
-    @staticmethod
     def type_error_text(
-        value: Any, go_type: str, struct: str, stack: str, *, integer: bool = False
+        self, value: Any, go_type: str, struct: str, stack: str, *, integer: bool = False
     ) -> str:
         """encoding/json's UnmarshalTypeError text; an integer target quotes the number."""
+        if self.context is not None:
+            struct, stack = self.context
         shown = _json_kind(value)
         if shown == "number" and integer:
             shown = f"number {_number_text(value)}"
@@ -605,6 +621,25 @@ class _Walk:
                 except goscalars.Base64Error as error:
                     if self.saved is None:
                         self.saved = str(error)
+        elif kind == DOUBLE:
+            return self.double(value, go_type, struct, stack)
+        return value
+
+    def double(self, value: Any, go_type: str, struct: str, stack: str) -> Any:
+        """A float64: any JSON number that ``strconv.ParseFloat`` takes without overflow;
+        the text is quoted when it overflows (``number 1e400``), as Go quotes it."""
+        if type(value) is int:
+            try:
+                float(value)
+            except OverflowError:
+                self.type_error(value, go_type, struct, stack, integer=True)
+            return value
+        if isinstance(value, float) and not isinstance(value, bool):
+            if math.isinf(value):
+                self.type_error(value, go_type, struct, stack, integer=True)
+                return value
+            return float(value)  # our parsing helper (_GoNumber) removed
+        self.type_error(value, go_type, struct, stack)
         return value
 
     def list_items(
@@ -694,8 +729,10 @@ class _Walk:
             if type(value) is not int or not _INT32_RANGE[0] <= value <= _INT32_RANGE[1]:
                 raise _Fatal(self.type_error_text(value, "int32", struct, stack, integer=True))
             return value
-        if special in ("rawextension", "fieldsv1"):
+        if special in ("rawextension", "fieldsv1", "json"):
             return _plain(value, depth)
+        if special in WRAPPERS:
+            return self.wrapper(value, message, struct, stack, depth=depth)
         if special == "duration":
             if type(value) is not str:
                 raise _Fatal(self.type_error_text(value, "string", struct, stack))
@@ -719,6 +756,49 @@ class _Walk:
                     self.scalar(item, STRING, "string", struct, stack)
             return value
         raise AssertionError(f"unknown special message {special}")
+
+    def wrapper(self, value: Any, message: Message, struct: str, stack: str, *, depth: int) -> Any:
+        """apiextensions' UnmarshalJSON (marshal.go) of JSONSchemaPropsOrBool (a schema
+        object, or true or false; anything else ends decoding with "boolean or JSON schema
+        expected"), JSONSchemaPropsOrArray (a schema, or an array of schemas) and
+        JSONSchemaPropsOrStringArray (a schema, or an array of strings). The last two ignore
+        any other value, and so keep the zero wrapper, which Go writes as null: so is an
+        empty array. What comes back is what Go would write for the wrapper.
+
+        The schemas inside are decoded by apimachinery's plain ``json.Unmarshal``, not the
+        strict decoder: Kubernetes drops their unknown fields without a word (kubernetes
+        issue 128033), and their type errors end decoding (see the class note)."""
+        special = message.special
+        inner = _Walk(self.context or (struct, stack))
+        if isinstance(value, dict):
+            schema_field = message.by_number[2 if special == "orbool" else 1]
+            assert schema_field.message is not None
+            checked: Any = inner.struct(value, schema_field.message, "", "", depth)
+        elif special == "orbool":
+            if type(value) is not bool:
+                raise _Fatal("boolean or JSON schema expected")
+            return value
+        elif not isinstance(value, list) or not value:
+            return None
+        else:
+            if depth > MAX_DEPTH:
+                raise _Fatal(_TOO_DEEP)
+            list_field = message.by_number[2]
+            element = list_field.message
+            checked = value
+            for index, item in enumerate(value):
+                if item is None:
+                    continue  # kept, as in any other list
+                if element is None:  # []string
+                    if type(item) is not str:
+                        inner.type_error(item, "string", "", "")
+                elif isinstance(item, dict):
+                    value[index] = inner.struct(item, element, "", "", depth + 1)
+                else:
+                    inner.type_error(item, element.go_type, "", "")
+        if inner.saved is not None:
+            raise _Fatal(inner.saved)  # the inner Unmarshal's error is its caller's end
+        return checked
 
 
 def _quantity(value: Any) -> str:
@@ -834,14 +914,17 @@ def decode_unstructured(
     kind: str,
     api_version: str,
     field_validation: FieldValidation,
+    prune: Callable[[dict[str, Any]], list[str]] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Decode the JSON or YAML ``body`` of an object whose kind has no built-in schema.
 
     The same parsing, nesting bound, kind/apiVersion checks and duplicate-field rules as
-    :func:`decode_body` (a duplicated field is a strict error; the later value wins);
-    unknown fields cannot be told without a schema, so the caller prunes with the kind's
-    own (a CRD's structural schema). Returns the object and the warnings (``Warn``).
-    Raises 415 (protobuf and anything else) and 400."""
+    :func:`decode_body` (a duplicated field is a strict error; the later value wins).
+    Unknown fields cannot be told without a schema: ``prune`` (a CRD's structural schema)
+    removes them from the decoded object and returns their paths, which are strict errors
+    after the duplicates, as apiextensions' schema-coercing decoder orders them. Returns
+    the object and the warnings (``Warn``). Raises 415 (protobuf and anything else) and
+    400."""
     media = _media_type(content_type)
     if media not in UNSTRUCTURED_MEDIA_TYPES:
         raise UnsupportedMediaTypeError.accepting(UNSTRUCTURED_MEDIA_TYPES)
@@ -869,6 +952,8 @@ def decode_unstructured(
     duplicates: list[str] = []
     obj = _undup(value, "", duplicates)
     strict = [f'duplicate field "{path}"' for path in duplicates]
+    if prune is not None:
+        strict.extend(f'unknown field "{path}"' for path in prune(obj))
     if field_validation == FieldValidation.IGNORE or not (strict or yaml_errors):
         return obj, []
     if field_validation == FieldValidation.STRICT:

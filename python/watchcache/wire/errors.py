@@ -454,8 +454,13 @@ class MethodNotAllowedError(StatusError):
     code = 405
     reason = "MethodNotAllowed"
 
-    def __init__(self) -> None:
-        super().__init__("the server does not allow this method on the requested resource")
+    def __init__(
+        self,
+        message: str = "the server does not allow this method on the requested resource",
+        *,
+        details: StatusDetails | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
 
 
 class UnsupportedMediaTypeError(StatusError):
