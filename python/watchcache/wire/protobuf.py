@@ -20,10 +20,18 @@ That takes two passes, because Go's result depends on the whole message:
    rules: a pointer that is set is written even when zero; a non-pointer zero scalar, a nil
    slice or map, disappears under ``omitempty``; a struct never does (a zero ``metav1.Time``
    is ``null``) except under ``omitzero``; ``[]byte`` is base64; map keys are sorted.
+   A ``double`` (float64) is a JSON number, an integral one without a fraction as Go
+   writes it; NaN and infinities fail as ``json.Marshal`` fails on them.
    Types with hand-written JSON follow their Go methods: Time (RFC 3339, seconds),
    MicroTime (microseconds), Quantity (the string, checked as ``ParseQuantity`` checks it),
    IntOrString (an int or a string), RawExtension and FieldsV1 (their embedded JSON),
-   Duration (``1h0m0s``), GroupVersion (``group/version``), Verbs (a list).
+   Duration (``1h0m0s``), GroupVersion (``group/version``), Verbs (a list), and
+   apiextensions' (``marshal.go``): JSON (its embedded JSON, ``null`` when empty),
+   JSONSchemaPropsOrBool (the schema if set, else the bool), JSONSchemaPropsOrArray (the
+   list of schemas if not empty, else the schema or ``null``), JSONSchemaPropsOrStringArray
+   (the strings if not empty, else the schema or ``null``). Those three wrappers are not a
+   level of their own in JSON, so an unknown field inside one is named by the JSON path
+   (``items[1].#99``, not ``items.jSONSchemas[1].#99``).
 
 :func:`encode_object` is the inverse and writes the bytes Go's generated ``Marshal`` would:
 fields in number order, non-pointer scalars and structs always, pointers when set, maps in
@@ -42,6 +50,8 @@ Pure functions; safe from any thread. Callers: ``wire.body`` (request bodies), t
 from __future__ import annotations
 
 import base64
+import math
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -51,6 +61,7 @@ from watchcache.wire.goscalars import QuantityError, check_quantity, decode_base
 from watchcache.wire.schema import (
     BOOL,
     BYTES,
+    DOUBLE,
     INT32,
     INT64,
     LIST,
@@ -58,6 +69,7 @@ from watchcache.wire.schema import (
     MESSAGE,
     SINGLE,
     STRING,
+    WRAPPERS,
     Field,
     Message,
     load,
@@ -343,6 +355,8 @@ class _Decoder:
                     self.append(slots, fld, _scalar(kind, raw))
                 return pos
             raise _wrong_wire_type(wire_type, fld)
+        if kind == DOUBLE:
+            return self.double(pos, end, wire_type, fld, slots)
         if wire_type != 2:
             raise _wrong_wire_type(wire_type, fld)
         if shape == MAP:
@@ -386,6 +400,28 @@ class _Decoder:
             self.append(slots, fld, value)
         return post
 
+    def double(self, pos: int, end: int, wire_type: int, fld: Field, slots: list[Any]) -> int:
+        """A float64: eight little-endian bytes (gogo's code for ``double``; a packed list
+        is length-delimited)."""
+        data = self.data
+        if wire_type == 1:
+            if pos + 8 > end:
+                raise ProtobufError(_UNEXPECTED_EOF)
+            value = _DOUBLE.unpack_from(data, pos)[0]
+            if fld.shape == SINGLE:
+                slots[fld.slot] = value
+            else:
+                self.append(slots, fld, value)
+            return pos + 8
+        if wire_type == 2 and fld.shape == LIST:
+            pos, post = _length(data, pos, end)
+            if (post - pos) % 8:
+                raise ProtobufError(_UNEXPECTED_EOF)
+            for index in range(pos, post, 8):
+                self.append(slots, fld, _DOUBLE.unpack_from(data, index)[0])
+            return post
+        raise _wrong_wire_type(wire_type, fld)
+
     @staticmethod
     def append(slots: list[Any], fld: Field, value: Any) -> None:
         items = slots[fld.slot]
@@ -398,8 +434,11 @@ class _Decoder:
     def child_path(path: str, fld: Field, slots: list[Any]) -> str:
         if fld.inline:
             return path
-        name = fld.json_name or fld.go_name
-        base = f"{path}.{name}" if path else name
+        if fld.transparent:  # a wrapper's member is the wrapper's JSON value itself
+            base = path
+        else:
+            name = fld.json_name or fld.go_name
+            base = f"{path}.{name}" if path else name
         if fld.shape == LIST:
             items = slots[fld.slot]
             return f"{base}[{0 if items is _UNSET else len(items)}]"
@@ -470,6 +509,10 @@ class _Decoder:
             entries = slots[fld.slot] = {}
         entries[key] = value
         return entry_end
+
+
+#: A protobuf ``double``: eight bytes, little-endian.
+_DOUBLE: Final = struct.Struct("<d")
 
 
 def _or0(value: Any) -> int:
@@ -567,7 +610,11 @@ def _render(slots: list[Any] | None, message: Message, out: dict[str, Any], dept
                 continue
             if not fld.pointer and (fld.omitempty or fld.omitzero) and not value:
                 continue  # "", 0, false, and an empty []byte
-            out[name] = base64.b64encode(value).decode("ascii") if fld.kind == BYTES else value
+            if fld.kind == BYTES:
+                value = base64.b64encode(value).decode("ascii")
+            elif fld.kind == DOUBLE:
+                value = _json_double(value)
+            out[name] = value
             continue
         if value is _UNSET:  # a nil slice or map
             if not (fld.omitempty or fld.omitzero):
@@ -581,7 +628,7 @@ def _render(slots: list[Any] | None, message: Message, out: dict[str, Any], dept
             }
 
 
-_ZERO: Final[dict[int, Any]] = {STRING: "", BOOL: False, INT32: 0, INT64: 0}
+_ZERO: Final[dict[int, Any]] = {STRING: "", BOOL: False, INT32: 0, INT64: 0, DOUBLE: 0}
 
 
 def _render_element(value: Any, fld: Field, depth: int) -> Any:
@@ -590,6 +637,19 @@ def _render_element(value: Any, fld: Field, depth: int) -> Any:
         return _render_message(value, fld.message, depth)
     if fld.kind == BYTES:
         return base64.b64encode(value).decode("ascii")
+    if fld.kind == DOUBLE:
+        return _json_double(value)
+    return value
+
+
+def _json_double(value: float) -> float | int:
+    """A float64 as ``json.Marshal`` writes it: an integral value has no fraction (Go
+    writes ``5``, not ``5.0``), and NaN or an infinity is an error."""
+    if math.isnan(value) or math.isinf(value):
+        text = "NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"
+        raise ProtobufError(f"json: unsupported value: {text}")
+    if value.is_integer() and abs(value) < 1e21:  # Go's switch to exponents
+        return int(value)
     return value
 
 
@@ -638,11 +698,14 @@ def _render_message(slots: Any, message: Message, depth: int) -> Any:
             "json: error calling MarshalJSON for type intstr.IntOrString: "
             "impossible IntOrString.Type"
         )
-    if special in ("rawextension", "fieldsv1"):
+    if special in ("rawextension", "fieldsv1", "json"):
         raw = values[0]
-        if raw is _UNSET or (special == "fieldsv1" and not raw):
+        # RawExtension writes an empty Raw as it is (and fails on it); the others null.
+        if raw is _UNSET or (special != "rawextension" and not raw):
             return None
         return _embedded_json(raw, message, depth)
+    if special in WRAPPERS:
+        return _render_wrapper(values, message, depth)
     if special == "duration":
         return gotime.duration_string(_or0(values[0]))
     if special == "groupversion":
@@ -658,6 +721,27 @@ def _render_message(slots: Any, message: Message, depth: int) -> Any:
     if special == "verbs":
         return None if values[0] is _UNSET else list(values[0])
     raise AssertionError(f"unknown special message {special}")
+
+
+def _render_wrapper(values: list[Any], message: Message, depth: int) -> Any:
+    """The MarshalJSON of JSONSchemaPropsOrBool {1 allows, 2 schema}: the schema if set,
+    else the bool; of ...OrArray and ...OrStringArray {1 schema, 2 list}: the list if not
+    empty, else the schema, else null."""
+    if message.special == "orbool":
+        allows, schema_field = message.by_number[1], message.by_number[2]
+        schema = values[schema_field.slot]
+        if schema is _UNSET:
+            return bool(values[allows.slot] is not _UNSET and values[allows.slot])
+    else:
+        schema_field, list_field = message.by_number[1], message.by_number[2]
+        items = values[list_field.slot]
+        if items is not _UNSET and items:
+            return [_render_element(item, list_field, depth + 1) for item in items]
+        schema = values[schema_field.slot]
+        if schema is _UNSET:
+            return None
+    assert schema_field.message is not None
+    return _render_message(schema, schema_field.message, depth)
 
 
 def _render_time(stamp: tuple[int, int] | None, micro: bool) -> str | None:
@@ -825,6 +909,11 @@ def _encode_scalar(out: bytearray, number: int, kind: int, value: Any) -> None:
             raise ValueError(f"expected a boolean, got {type(value).__name__}")
         _put_varint(out, _tag(number, 0))
         out.append(1 if value else 0)
+    elif kind == DOUBLE:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"expected a number, got {type(value).__name__}")
+        _put_varint(out, _tag(number, 1))
+        out += _DOUBLE.pack(float(value))
     else:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"expected an integer, got {type(value).__name__}")
@@ -889,9 +978,11 @@ def _encode_special(out: bytearray, value: Any, message: Message) -> None:
         out += b"\x10"
         _put_varint(out, number)
         _put_bytes(out, 0x1A, text.encode("utf-8"))
-    elif special in ("rawextension", "fieldsv1"):
+    elif special in ("rawextension", "fieldsv1", "json"):
         if value is not None:
             _put_bytes(out, 0x0A, gojson.dumpb(value))
+    elif special in WRAPPERS:
+        _encode_wrapper(out, value, message)
     elif special == "duration":
         nanoseconds = 0 if value is None else gotime.parse_duration(str(value))
         out += b"\x08"
@@ -906,6 +997,34 @@ def _encode_special(out: bytearray, value: Any, message: Message) -> None:
             _put_bytes(out, 0x0A, str(verb).encode("utf-8"))
     else:
         raise AssertionError(f"unknown special message {special}")
+
+
+def _encode_wrapper(out: bytearray, value: Any, message: Message) -> None:
+    """What gogo writes for the Go value a wrapper's UnmarshalJSON makes of ``value``
+    (the field numbers are those of :func:`_render_wrapper`)."""
+    if message.special == "orbool":
+        schema_field = message.by_number[2]
+        # Allows is a plain bool: always written; a schema implies true.
+        if value is None or isinstance(value, bool):
+            out += b"\x08\x01" if value else b"\x08\x00"
+            return
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{message.go_type}: expected a boolean or an object")
+        out += b"\x08\x01"
+    else:
+        schema_field = message.by_number[1]
+        if value is None:
+            return
+        if isinstance(value, list):
+            for item in value:
+                _encode_element(out, message.by_number[2], item)
+            return
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{message.go_type}: expected an object or a list")
+    assert schema_field.message is not None
+    child = bytearray()
+    _encode_message(child, value, schema_field.message)
+    _put_bytes(out, _tag(schema_field.number, 2), child)
 
 
 def encode_envelope(raw: bytes, *, api_version: str, kind: str) -> bytes:
