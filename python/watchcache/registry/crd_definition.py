@@ -178,6 +178,9 @@ _WEBHOOK_UNSUPPORTED: Final = (
     'webhook conversion is not supported by this server; the strategy must be "None"'
 )
 _ROOT_STATUS: Final = "status"
+_FLOAT64_MAX: Final = 1.7976931348623157e308
+# Where a version's schema is in the v1 object (Go's decoding errors drop indices).
+_V1_SCHEMA_PATH: Final = "spec.versions[0].schema.openAPIV3Schema"
 
 # ---------------------------------------------------------------------------------------
 # apimachinery's name validation (k8s.io/apimachinery/pkg/util/validation)
@@ -262,7 +265,7 @@ class _Reader:
         self.causes: list[StatusCause] = []
 
     def _wrong(self, value: Any, path: str, what: str) -> None:
-        self.causes.append(type_invalid(path, value, f"must be of type {what}"))
+        self.causes.append(type_invalid(path, _finite(value), f"must be of type {what}"))
 
     def obj(self, value: Any, path: str) -> Mapping[str, Any] | None:
         if value is None or isinstance(value, Mapping):
@@ -326,6 +329,20 @@ class _Reader:
             member = self.obj(item, index(path, i))
             out.append({} if member is None else member)
         return out
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with the numbers JSON cannot carry (a parsed ``1e400``) as null, so that
+    it can be printed."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT64_MAX:
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _get(container: Mapping[str, Any] | None, name: str) -> Any:
@@ -1475,10 +1492,22 @@ def _validate_schema(
             validation.schema, field_path=schema_path, status_subresource=status_enabled
         )
     except SchemaDecodeError as error:
-        causes.append(type_invalid(schema_path, "", str(error)))
+        causes.append(type_invalid(schema_path, "", _decode_error_text(validation, error)))
     except StructuralSchemaError as error:
         causes.extend(error.causes)
     return causes
+
+
+def _decode_error_text(validation: _Validation, error: SchemaDecodeError) -> str:
+    """Go's decoding error names the member in the v1 object (``spec.versions.schema...``),
+    also for a schema the internal view moved to the top level."""
+    try:
+        StructuralSchema.from_openapi(validation.schema or {}, field_path=_V1_SCHEMA_PATH)
+    except SchemaDecodeError as again:
+        return str(again)
+    except StructuralSchemaError:
+        pass
+    return str(error)
 
 
 def _validate_subresources(s: _Subresources | None, path: str) -> list[StatusCause]:
