@@ -6,13 +6,21 @@ Usage (from the repository root)::
     .venv/bin/python scripts/gen-schema.py \\
         --api <kubernetes/api checkout> \\
         --apimachinery <kubernetes/apimachinery checkout> \\
+        --apiextensions <kubernetes/apiextensions-apiserver checkout> \\
         [--rev HEAD] [--out python/watchcache/wire/k8s_schema.json]
 
 ``tests/unit/test_protobuf.py`` reruns it and compares with the committed output when
-``K8S_API_REPO`` and ``K8S_APIMACHINERY_REPO`` name such checkouts.
+``K8S_API_REPO``, ``K8S_APIMACHINERY_REPO`` and ``K8S_APIEXTENSIONS_REPO`` name such
+checkouts.
 
-``--api`` and ``--apimachinery`` are git repositories (bare or not) of kubernetes/api and
-kubernetes/apimachinery; files are read with ``git show <rev>:<path>``, nothing is copied.
+``--api``, ``--apimachinery`` and ``--apiextensions`` are git repositories (bare or not) of
+kubernetes/api, kubernetes/apimachinery and kubernetes/apiextensions-apiserver; files are
+read with ``git show <rev>:<path>``, nothing is copied; each one's commit is recorded in
+the output's ``sources``.
+
+Packages covered: meta/v1, runtime, intstr and resource (apimachinery); core/v1,
+autoscaling/v1 (``Scale``, the body of ``/scale``), coordination/v1 and events/v1 (api);
+apiextensions.k8s.io/v1 (``CustomResourceDefinition``; apiextensions-apiserver).
 
 Design note
 -----------
@@ -28,8 +36,10 @@ Both are parsed here and joined by the protobuf field name (the ``name=`` of the
 ``protobuf`` tag); a disagreement in field numbers is an error, so a change upstream that
 this parser misreads stops the generation instead of producing a wrong schema. Types whose
 JSON form is hand-written in Go (``MarshalJSON``: Time, MicroTime, Duration, Quantity,
-IntOrString, RawExtension, FieldsV1, GroupVersion, Verbs) are marked ``special`` and keep
-only their protobuf fields; their JSON rules are code, in ``watchcache.wire.protobuf``.
+IntOrString, RawExtension, FieldsV1, GroupVersion, Verbs, and apiextensions' JSON,
+JSONSchemaPropsOrBool, JSONSchemaPropsOrArray, JSONSchemaPropsOrStringArray) are marked
+``special`` and keep only their protobuf fields; their JSON rules are code, in
+``watchcache.wire.protobuf`` and ``watchcache.wire.body``.
 
 Output (compact, loaded once by ``watchcache.wire.schema``)::
 
@@ -38,7 +48,7 @@ Output (compact, loaded once by ``watchcache.wire.schema``)::
      "messages": {"<proto package>.<Name>": {"go": "<pkg>.<Name>", "special": "",
         "fields": [[json, number, goName, type, goType, elemGoType, flags], ...]}}}
 
-``type`` is ``string|bool|int32|int64|bytes`` or a message name, prefixed by ``[]`` for a
+``type`` is ``string|bool|int32|int64|double|bytes`` or a message name, prefixed by ``[]`` for a
 list and ``{}`` for a map with string keys. ``goType`` is the field's Go type as Go's
 ``reflect`` prints it, pointer removed (``v1.PodPhase``, ``[]v1.Container``, ``[]uint8``);
 ``elemGoType`` the element's for lists and maps. Flags: ``p`` pointer, ``e`` omitempty,
@@ -58,6 +68,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+META = "k8s.io.apimachinery.pkg.apis.meta.v1"
+APIEXTENSIONS = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1"
 # (repository key, directory, proto package, Go package name, API group or None)
 PACKAGES: tuple[tuple[str, str, str, str, str | None], ...] = (
     (
@@ -71,8 +83,16 @@ PACKAGES: tuple[tuple[str, str, str, str, str | None], ...] = (
     ("apimachinery", "pkg/util/intstr", "k8s.io.apimachinery.pkg.util.intstr", "intstr", None),
     ("apimachinery", "pkg/api/resource", "k8s.io.apimachinery.pkg.api.resource", "resource", None),
     ("api", "core/v1", "k8s.io.api.core.v1", "v1", ""),
+    ("api", "autoscaling/v1", "k8s.io.api.autoscaling.v1", "v1", "autoscaling"),
     ("api", "coordination/v1", "k8s.io.api.coordination.v1", "v1", "coordination.k8s.io"),
     ("api", "events/v1", "k8s.io.api.events.v1", "v1", "events.k8s.io"),
+    (
+        "apiextensions",
+        "pkg/apis/apiextensions/v1",
+        APIEXTENSIONS,
+        "v1",
+        "apiextensions.k8s.io",
+    ),
 )
 # Go packages whose named types are only needed for their underlying type.
 EXTRA_GO_PACKAGES: tuple[tuple[str, str], ...] = (("apimachinery", "pkg/types"),)
@@ -87,7 +107,6 @@ IMPORT_DIRS = {
     "k8s.io/api/core/v1": ("api", "core/v1"),
 }
 
-META = "k8s.io.apimachinery.pkg.apis.meta.v1"
 # Messages whose JSON is written by a hand-made MarshalJSON in Go (or, for Verbs, whose Go
 # type is a slice while protobuf wraps it in a message).
 SPECIAL = {
@@ -101,6 +120,12 @@ SPECIAL = {
     "k8s.io.apimachinery.pkg.api.resource.QuantityValue": "quantity",
     "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "intorstring",
     "k8s.io.apimachinery.pkg.runtime.RawExtension": "rawextension",
+    # apiextensions' marshal.go: any JSON value; a schema or a bool; a schema or a list of
+    # schemas; a schema or a list of strings.
+    f"{APIEXTENSIONS}.JSON": "json",
+    f"{APIEXTENSIONS}.JSONSchemaPropsOrBool": "orbool",
+    f"{APIEXTENSIONS}.JSONSchemaPropsOrArray": "orarray",
+    f"{APIEXTENSIONS}.JSONSchemaPropsOrStringArray": "orstringarray",
 }
 # Go field names of the special messages' protobuf fields (for gogo's error texts).
 SPECIAL_GO_NAMES = {
@@ -116,8 +141,15 @@ SPECIAL_GO_NAMES = {
     "type": "Type",
     "intVal": "IntVal",
     "strVal": "StrVal",
+    "allows": "Allows",
+    "schema": "Schema",
+    "jSONSchemas": "JSONSchemas",
+    "property": "Property",
 }
-SCALARS = {"string", "bool", "int32", "int64", "bytes"}
+SCALARS = {"string", "bool", "int32", "int64", "double", "bytes"}
+# Go type (as reflect prints it) of a special message's scalar field, by protobuf type.
+SPECIAL_GO_TYPES = {"int64": "int64", "int32": "int32", "bool": "bool", "double": "float64",
+                    "bytes": "[]uint8", "string": "string"}  # fmt: skip
 GO_BUILTINS = {
     "string",
     "bool",
@@ -441,6 +473,14 @@ class Generator:
                     api_version = f"{group}/{version}" if group else version
                     self.kinds[f"{api_version}/{short}"] = message
 
+    def go_type_of_message(self, message: str) -> str:
+        """``pkg.Name`` of a message, as reflect prints its Go type."""
+        proto_package, short = message.rsplit(".", 1)
+        for _repo, _directory, package, go_name, _group in PACKAGES:
+            if package == proto_package:
+                return f"{go_name}.{short}"
+        raise SystemExit(f"no Go package for {message}")
+
     def has_type_meta(self, pkg: GoPackage, short: str) -> bool:
         fields = self.struct_fields(pkg, short)
         return any(f.embedded and f.type.endswith("TypeMeta") for f in fields)
@@ -460,15 +500,24 @@ class Generator:
         out_fields: list[list[object]] = []
         if special:
             for pf in proto_fields:
+                if pf.label == "map":
+                    raise SystemExit(f"{message}: a map in a special message")
                 ftype = pf.type if pf.label != "repeated" else "[]" + pf.type
-                gotype = {"int64": "int64", "int32": "int32", "bytes": "[]uint8"}.get(
-                    pf.type, "string"
-                )
+                flags = ""
+                if pf.type in SCALARS:
+                    gotype = SPECIAL_GO_TYPES[pf.type]
+                else:
+                    # apiextensions' wrappers hold their schemas as *JSONSchemaProps.
+                    gotype = self.go_type_of_message(pf.type)
+                    flags = "p" if pf.label != "repeated" else ""
+                elem_gotype = ""
                 if pf.label == "repeated":
+                    elem_gotype = gotype if pf.type not in SCALARS else ""
                     gotype = "[]" + gotype
                 out_fields.append(
-                    [pf.name, pf.number, SPECIAL_GO_NAMES[pf.name], ftype, gotype, "", ""]
-                )
+                    [pf.name, pf.number, SPECIAL_GO_NAMES[pf.name], ftype, gotype, elem_gotype,
+                     flags]
+                )  # fmt: skip
             return {"go": f"{pkg.name}.{short}", "special": special, "fields": out_fields}
 
         go_pkg = pkg
@@ -578,6 +627,9 @@ class Generator:
         elif pf.type == "bytes":
             if under != "[]byte":
                 raise SystemExit(f"{where}: protobuf bytes, Go {under}")
+        elif pf.type == "double":
+            if under != "float64":
+                raise SystemExit(f"{where}: protobuf double, Go {under}")
         elif pf.type in ("string", "bool"):
             if under != pf.type:
                 raise SystemExit(f"{where}: protobuf {pf.type}, Go {under}")
@@ -594,6 +646,7 @@ class Generator:
             "format": 1,
             "sources": {
                 "kubernetes/api": self.repos["api"].commit,
+                "kubernetes/apiextensions-apiserver": self.repos["apiextensions"].commit,
                 "kubernetes/apimachinery": self.repos["apimachinery"].commit,
             },
             "kinds": dict(sorted(self.kinds.items())),
@@ -627,11 +680,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--apimachinery", required=True, type=Path, help="kubernetes/apimachinery git repository"
     )
-    parser.add_argument("--rev", default="HEAD", help="revision of both repositories")
+    parser.add_argument(
+        "--apiextensions",
+        required=True,
+        type=Path,
+        help="kubernetes/apiextensions-apiserver git repository",
+    )
+    parser.add_argument("--rev", default="HEAD", help="revision of all three repositories")
     root = Path(__file__).resolve().parent.parent
     parser.add_argument("--out", type=Path, default=root / "python/watchcache/wire/k8s_schema.json")
     args = parser.parse_args(argv)
-    repos = {"api": Git(args.api, args.rev), "apimachinery": Git(args.apimachinery, args.rev)}
+    repos = {
+        "api": Git(args.api, args.rev),
+        "apimachinery": Git(args.apimachinery, args.rev),
+        "apiextensions": Git(args.apiextensions, args.rev),
+    }
     generator = Generator(repos)
     generator.load()
     generator.build()

@@ -16,7 +16,11 @@ JSON, member order included, checks both against one reading of Go's rules:
 * a nil list or map is absent (``omitempty``) or ``null``; a present one is non-empty (Go
   cannot tell an empty protobuf list from a missing one); map keys come sorted;
 * ``[]byte`` is canonical base64; Quantity a canonical quantity; IntOrString an int32 or a
-  string; times are UTC RFC 3339 at Go's precision (seconds, or microseconds for MicroTime).
+  string; times are UTC RFC 3339 at Go's precision (seconds, or microseconds for MicroTime);
+  a float64 is finite, and an integer when integral (Go writes ``5``, not ``5.0``);
+* apiextensions' JSON is any non-null JSON value; JSONSchemaPropsOrBool a bool or a
+  schema; ...OrArray a schema or a non-empty list of schemas; ...OrStringArray a schema or
+  a non-empty list of strings (an empty list is written as null).
 
 Optional members are drawn less often as objects nest (``max_depth``), so a Pod stays small.
 """
@@ -32,6 +36,7 @@ from watchcache.wire import gotime
 from watchcache.wire.schema import (
     BOOL,
     BYTES,
+    DOUBLE,
     INT32,
     INT64,
     LIST,
@@ -51,6 +56,9 @@ QUANTITIES = st.sampled_from(["0", "1", "100m", "1500m", "1Gi", "512Mi", "2", "1
 # Year 1 to 9999, the zero time (0001-01-01T00:00:00Z) left out: Go writes that as null.
 SECONDS = st.integers(gotime.ZERO_TIME_SECONDS + 1, 253402300799)
 JSON_LEAVES = st.none() | st.booleans() | INT32S | st.text(max_size=6)
+DOUBLES = st.floats(allow_nan=False, allow_infinity=False).map(
+    lambda value: int(value) if value.is_integer() and abs(value) < 1e21 else value
+)
 JSON_VALUES = st.recursive(
     JSON_LEAVES,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3),
@@ -66,13 +74,16 @@ def scalar(kind: int, *, non_zero: bool = False) -> st.SearchStrategy[Any]:
     if kind in (INT32, INT64):
         values = INT32S if kind == INT32 else INT64S
         return values.filter(bool) if non_zero else values
+    if kind == DOUBLE:
+        return DOUBLES.filter(bool) if non_zero else DOUBLES
     assert kind == BYTES
     raw = st.binary(min_size=1 if non_zero else 0, max_size=12)
     return raw.map(lambda data: base64.b64encode(data).decode("ascii"))
 
 
-def special(message: Message) -> st.SearchStrategy[Any]:
-    """A non-zero value of a type with hand-written JSON (Verbs: a non-empty list)."""
+def special(message: Message, depth: int = 0, max_depth: int = 3) -> st.SearchStrategy[Any]:
+    """A non-zero value of a type with hand-written JSON (Verbs: a non-empty list); the
+    schemas inside apiextensions' wrappers are objects at ``depth + 1``."""
     kind = message.special
     if kind == "time":
         return SECONDS.map(gotime.format_time)
@@ -86,8 +97,17 @@ def special(message: Message) -> st.SearchStrategy[Any]:
         return INT32S | TEXT
     if kind == "fieldsv1":
         return st.dictionaries(KEYS, JSON_VALUES, max_size=3)
-    if kind == "rawextension":
+    if kind in ("rawextension", "json"):
         return JSON_VALUES.filter(lambda value: value is not None)
+    if kind in ("orbool", "orarray", "orstringarray"):
+        schema_field = message.by_number[2 if kind == "orbool" else 1]
+        assert schema_field.message is not None
+        schemas = objects(schema_field.message, depth + 1, max_depth)
+        if kind == "orbool":
+            return st.booleans() | schemas
+        if kind == "orarray":
+            return schemas | st.lists(schemas, min_size=1, max_size=2)
+        return schemas | st.lists(TEXT, min_size=1, max_size=3)
     if kind == "duration":
         return INT64S.map(gotime.duration_string)
     if kind == "groupversion":
@@ -173,9 +193,9 @@ def _member(draw: st.DrawFn, fld: Field, depth: int, max_depth: int) -> tuple[bo
                     return _nil(fld)
                 # A nil RawExtension/FieldsV1, or a zero time: null, or absent under omitzero.
                 return (False, None) if fld.omitzero else (True, None)
-            return True, draw(special(message))
+            return True, draw(special(message, depth, max_depth))
         if _optional(draw, depth, max_depth + 1):
-            return True, draw(special(message))
+            return True, draw(special(message, depth, max_depth))
         return True, _zero_special(message)
     if fld.pointer and not _optional(draw, depth, max_depth):
         return _nil(fld)
@@ -188,5 +208,5 @@ def _element(draw: st.DrawFn, fld: Field, depth: int, max_depth: int) -> Any:
     message = fld.message
     assert message is not None
     if message.special:
-        return draw(special(message))
+        return draw(special(message, depth, max_depth))
     return draw(objects(message, depth + 1, max_depth))
