@@ -826,3 +826,22 @@ def test_a_named_group_gets_a_document_of_its_own() -> None:
         {"group": "", "kind": "Status", "version": "v1"},
         {"group": "coordination.k8s.io", "kind": "Status", "version": "v1"},
     ]
+
+
+def test_crd_messages_have_components_as_kubernetes_publishes_them() -> None:
+    # Named by the Go path (apiextensions-apiserver), not the protobuf package; float64 is
+    # a double number; the hand-written JSON types have no type, as Kubernetes' have none.
+    from watchcache.apiserver import openapi_schemas
+
+    props = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
+    assert component_name(props) == (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"
+    )
+    members = openapi_schemas._message_component(props)["properties"]
+    assert members["maximum"] == {"type": "number", "format": "double"}
+    assert members["items"] == {
+        "allOf": [{"$ref": "#/components/schemas/" + component_name(props + "OrArray")}]
+    }
+    for special in ("OrArray", "OrBool", "OrStringArray"):
+        assert openapi_schemas._message_component(props + special) == {}
+    assert openapi_schemas._message_component(props.replace("JSONSchemaProps", "JSON")) == {}

@@ -44,7 +44,18 @@ from typing import Any, Final, TypeAlias
 from watchcache.registry.patch import MERGE_KEYS
 from watchcache.registry.resources import ResourceSpec
 from watchcache.wire import schema as wire_schema
-from watchcache.wire.schema import BOOL, BYTES, INT32, INT64, LIST, MAP, STRING, Field, Message
+from watchcache.wire.schema import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    INT32,
+    INT64,
+    LIST,
+    MAP,
+    STRING,
+    Field,
+    Message,
+)
 
 __all__ = [
     "META",
@@ -99,6 +110,12 @@ _SPECIAL: Final[Mapping[str, Schema]] = {
     "duration": {"type": "string"},
     "groupversion": {"type": "string"},
     "verbs": {"type": "array", "items": {"type": "string"}},
+    # apiextensions' JSON and JSONSchemaProps wrappers: no type (their OpenAPISchemaType is
+    # nil, so Kubernetes publishes them without one), as any JSON value may be one.
+    "json": {},
+    "orbool": {},
+    "orarray": {},
+    "orstringarray": {},
 }
 
 _SCALARS: Final[Mapping[int, Schema]] = {
@@ -106,6 +123,7 @@ _SCALARS: Final[Mapping[int, Schema]] = {
     BOOL: {"type": "boolean"},
     INT32: {"type": "integer", "format": "int32"},
     INT64: {"type": "integer", "format": "int64"},
+    DOUBLE: {"type": "number", "format": "double"},
     BYTES: {"type": "string", "format": "byte"},
 }
 
@@ -156,7 +174,13 @@ _FIELD_EXTENSIONS: Final[Mapping[tuple[str, str], Mapping[str, JSON]]] = {
 
 def component_name(message_name: str) -> str:
     """Kubernetes' OpenAPI name of a schema message: the Go package path with its domain
-    reversed (``k8s.io.api.core.v1.Pod`` → ``io.k8s.api.core.v1.Pod``)."""
+    reversed (``k8s.io.api.core.v1.Pod`` → ``io.k8s.api.core.v1.Pod``). protobuf packages
+    cannot hold the ``-`` of ``k8s.io/apiextensions-apiserver``; the Go path has it."""
+    if message_name.startswith("k8s.io.apiextensions_apiserver."):
+        return (
+            "io.k8s.apiextensions-apiserver."
+            + message_name[len("k8s.io.apiextensions_apiserver.") :]
+        )
     if message_name.startswith("k8s.io."):
         return "io.k8s." + message_name[len("k8s.io.") :]
     return message_name
