@@ -69,7 +69,11 @@ async def test_discovery_and_health(http: httpx.AsyncClient) -> None:
     cached = await http.get("/openapi/v2", headers={"If-None-Match": openapi.headers["etag"]})
     assert cached.status_code == 304
     index = (await http.get("/openapi/v3")).json()
-    assert set(index["paths"]) == {"api/v1", "apis/coordination.k8s.io/v1"}
+    assert set(index["paths"]) == {
+        "api/v1",
+        "apis/apiextensions.k8s.io/v1",
+        "apis/coordination.k8s.io/v1",
+    }
     core = await http.get(index["paths"]["api/v1"]["serverRelativeURL"])
     assert core.headers["cache-control"] == "public, immutable"
     assert "io.k8s.api.core.v1.Pod" in core.json()["components"]["schemas"]

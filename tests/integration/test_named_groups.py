@@ -18,10 +18,15 @@ async def test_discovery_lists_the_named_groups(http: httpx.AsyncClient) -> None
     assert groups["kind"] == "APIGroupList"
     assert groups["groups"] == [
         {
+            "name": "apiextensions.k8s.io",
+            "versions": [{"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": "apiextensions.k8s.io/v1", "version": "v1"},
+        },
+        {
             "name": "coordination.k8s.io",
             "versions": [{"groupVersion": "coordination.k8s.io/v1", "version": "v1"}],
             "preferredVersion": {"groupVersion": "coordination.k8s.io/v1", "version": "v1"},
-        }
+        },
     ]
     group = (await http.get("/apis/coordination.k8s.io")).json()
     assert group["kind"] == "APIGroup" and group["name"] == "coordination.k8s.io"

@@ -35,13 +35,18 @@ from watchcache import metrics
 from watchcache.apiserver import aggregated_discovery, discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
 from watchcache.cache.watch_cache import WatchCache
+from watchcache.controllers.crd import CustomResourceDefinitionController
 from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.registry.admission import MAX_BODY_BYTES
 from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
-from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
+from watchcache.registry.resources import (
+    CUSTOM_RESOURCE_DEFINITIONS,
+    DEFAULT_RESOURCES,
+    ResourceSpec,
+)
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
 from watchcache.wire.body import (
@@ -157,7 +162,7 @@ class ApiServer:
 
     async def start(self, *, timeout: float | None = 120.0) -> None:
         """Start the caches (waiting at most ``timeout`` for their first list), then the
-        controllers."""
+        controllers; the resources of the CRDs stored already are served on return."""
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
         caches = _LiveCaches(self.caches)
         stored = _StoredVersions(self.resources)
@@ -171,6 +176,13 @@ class ApiServer:
             asyncio.create_task(c.run(), name=type(c).__name__) for c in controllers
         ]
         self._started = True
+        crds = self.caches.get(CUSTOM_RESOURCE_DEFINITIONS.group_resource)
+        if crds is not None:
+            crd_controller = CustomResourceDefinitionController(self, crds.cache)
+            await crd_controller.serve_existing()
+            self._controllers.append(
+                asyncio.create_task(crd_controller.run(), name="CustomResourceDefinitionController")
+            )
 
     async def stop(self) -> None:
         self._started = False

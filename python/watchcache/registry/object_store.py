@@ -510,7 +510,10 @@ class ObjectStore:
             strategy.prepare_for_update(obj, stored)
         elif strategy.tracks_generation:
             metadata["generation"] = old.get("generation", 1)
-        strategy.validate_update(obj, stored)
+        if subresource is Subresource.STATUS:
+            strategy.validate_status_update(obj, stored)
+        else:
+            strategy.validate_update(obj, stored)
         if self._update_finishes_deletion(obj, stored):
             return _Delete(obj)
         return obj
@@ -668,6 +671,8 @@ class ObjectStore:
         metadata = obj["metadata"]
         now = self._clock()
         deleting = bool(metadata.get("deletionTimestamp"))
+        if not deleting:
+            self.strategy.prepare_for_delete(obj, _rfc3339(now))
         grace = self.strategy.grace_period(obj, options.grace_period_seconds)
         if deleting:
             remaining = metadata.get("deletionGracePeriodSeconds")

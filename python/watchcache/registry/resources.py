@@ -11,7 +11,8 @@ OpenAPI schema and how long objects live (Events). Served resources are told apa
 name caches and stores are kept under.
 
 The built-in kinds are core/v1 ``configmaps``, ``secrets``, ``pods``, ``namespaces``
-(cluster-scoped) and ``events``, and ``coordination.k8s.io/v1`` ``leases``.
+(cluster-scoped) and ``events``, ``coordination.k8s.io/v1`` ``leases`` and
+``apiextensions.k8s.io/v1`` ``customresourcedefinitions``.
 """
 
 from __future__ import annotations
@@ -221,8 +222,16 @@ LEASES = ResourceSpec(
     "leases", "lease", "Lease", group="coordination.k8s.io", storage_prefix="/registry/leases/",
 )  # fmt: skip
 
+#: ``apiextensions.k8s.io/v1`` CustomResourceDefinitions: creating one serves the
+#: resources it defines (the CRD controller, ``controllers.crd``).
+CUSTOM_RESOURCE_DEFINITIONS = ResourceSpec(
+    "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition",
+    namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
+    group="apiextensions.k8s.io", subresources=("status",),
+)  # fmt: skip
+
 DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (
-    CONFIGMAPS, SECRETS, PODS, NAMESPACES, EVENTS, LEASES,
+    CONFIGMAPS, SECRETS, PODS, NAMESPACES, EVENTS, LEASES, CUSTOM_RESOURCE_DEFINITIONS,
 )  # fmt: skip
 KNOWN_RESOURCES: Mapping[str, ResourceSpec] = {r.group_resource: r for r in DEFAULT_RESOURCES}
 

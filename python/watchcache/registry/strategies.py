@@ -1,14 +1,32 @@
-"""Which strategy a served resource's writes follow: a built-in kind's own
-(``registry.strategy``), the schema's for a kind declared with an OpenAPI schema
-(``registry.custom_resource``), else the generic one."""
+"""Which strategy a served resource's writes follow: a built-in resource's own
+(``registry.strategy``, ``registry.crd_strategy``), the schema's for a kind declared with
+an OpenAPI schema (``registry.custom_resource``), else the generic one."""
 
 from __future__ import annotations
 
+from typing import Final
+
+from watchcache.registry.crd_strategy import CustomResourceDefinitionStrategy
 from watchcache.registry.custom_resource import CustomResourceStrategy
 from watchcache.registry.resources import ResourceSpec
-from watchcache.registry.strategy import Strategy, builtin_strategy_class
+from watchcache.registry.strategy import (
+    ConfigMapStrategy,
+    NamespaceStrategy,
+    PodStrategy,
+    SecretStrategy,
+    Strategy,
+)
 
 __all__ = ["strategy_class", "strategy_for"]
+
+#: Built-in resources with rules of their own, by ``group_resource``.
+_BUILT_IN: Final[dict[str, type[Strategy]]] = {
+    "configmaps": ConfigMapStrategy,
+    "secrets": SecretStrategy,
+    "pods": PodStrategy,
+    "namespaces": NamespaceStrategy,
+    "customresourcedefinitions.apiextensions.k8s.io": CustomResourceDefinitionStrategy,
+}
 
 
 def strategy_class(spec: ResourceSpec) -> type[Strategy]:
@@ -16,7 +34,7 @@ def strategy_class(spec: ResourceSpec) -> type[Strategy]:
     ``returns_deleted_object``, without compiling a schema)."""
     if spec.openapi_schema is not None:
         return CustomResourceStrategy
-    return builtin_strategy_class(spec)
+    return _BUILT_IN.get(spec.group_resource, Strategy)
 
 
 def strategy_for(spec: ResourceSpec) -> Strategy:

@@ -118,6 +118,14 @@ class Strategy:
         """Rules about what an update may change. Raises 422."""
         self.validate(obj)
 
+    def validate_status_update(self, obj: dict[str, Any], old: dict[str, Any]) -> None:
+        """Rules of a ``/status`` write (the status strategy's). Raises 422."""
+        self.validate_update(obj, old)
+
+    def prepare_for_delete(self, obj: dict[str, Any], now: str) -> None:
+        """What the first DELETE of an object does to it besides the generic marking
+        (``now``: RFC 3339); a finalizer added here keeps the object until it is removed."""
+
     def grace_period(self, obj: dict[str, Any], requested: int | None) -> int | None:
         """None when deletion is not graceful; else the grace period in seconds (0: now)."""
         return None
@@ -293,19 +301,6 @@ class NamespaceStrategy(Strategy):
         if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
             causes.append(_invalid("spec.finalizers", "", "must be a list of strings"))
         _raise(self.spec, obj, causes)
-
-
-_STRATEGIES: Final[dict[str, type[Strategy]]] = {
-    "ConfigMap": ConfigMapStrategy,
-    "Secret": SecretStrategy,
-    "Pod": PodStrategy,
-    "Namespace": NamespaceStrategy,
-}
-
-
-def builtin_strategy_class(spec: ResourceSpec) -> type[Strategy]:
-    """The strategy class of a built-in kind (the generic one for kinds without rules)."""
-    return _STRATEGIES.get(spec.kind, Strategy) if not spec.group else Strategy
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

@@ -1,0 +1,216 @@
+"""CustomResourceDefinitions over HTTP: creating one serves its resource, its names and
+conditions are kept in its status, deleting it deletes its objects and stops serving, and
+a restarted server serves what is stored."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from apiserver_fixture import RunningApiServer, running_apiserver
+
+from watchcache.etcd.process import EtcdCluster
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+WIDGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {
+            "plural": "widgets",
+            "singular": "widget",
+            "kind": "Widget",
+            "shortNames": ["wd"],
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "color": {"type": "string"},
+                                    "replicas": {"type": "integer", "default": 1},
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"replicas": {"type": "integer"}},
+                            },
+                        },
+                    }
+                },
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas",
+                    },
+                },
+                "additionalPrinterColumns": [
+                    {"name": "Color", "type": "string", "jsonPath": ".spec.color"}
+                ],
+                "selectableFields": [{"jsonPath": ".spec.color"}],
+            }
+        ],
+    },
+}
+
+
+def widget(name: str, color: str = "red") -> dict[str, Any]:
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"color": color},
+    }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def condition(http: httpx.AsyncClient, name: str, kind: str) -> dict[str, Any]:
+    crd = (await http.get(f"{CRDS}/{name}")).json()
+    for c in (crd.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return dict(c)
+    return {}
+
+
+async def established(http: httpx.AsyncClient, name: str) -> bool:
+    return (await condition(http, name, "Established")).get("status") == "True"
+
+
+async def test_a_crd_is_served_once_created_and_gone_once_deleted(
+    api: RunningApiServer, http: httpx.AsyncClient
+) -> None:
+    made = await http.post(CRDS, json=WIDGET_CRD)
+    assert made.status_code == 201, made.text
+    started = asyncio.get_running_loop().time()
+    await eventually(lambda: established(http, "widgets.example.com"))
+    assert asyncio.get_running_loop().time() - started < 1.0
+    crd = (await http.get(f"{CRDS}/widgets.example.com")).json()
+    assert crd["status"]["acceptedNames"]["plural"] == "widgets"
+    assert crd["status"]["storedVersions"] == ["v1"]
+    names = await condition(http, "widgets.example.com", "NamesAccepted")
+    assert (names["status"], names["reason"]) == ("True", "NoConflicts")
+    group = (await http.get("/apis/example.com/v1")).json()
+    assert [r["name"] for r in group["resources"]] == [
+        "widgets",
+        "widgets/scale",
+        "widgets/status",
+    ]
+    created = await http.post(WIDGETS, json={**widget("w1"), "spec": {"color": "red", "x": 1}})
+    assert created.status_code == 201, created.text
+    assert created.json()["spec"] == {"color": "red", "replicas": 1}
+    await http.post(WIDGETS, json=widget("w2", "blue"))
+    red = (await http.get(WIDGETS, params={"fieldSelector": "spec.color=red"})).json()
+    assert [i["metadata"]["name"] for i in red["items"]] == ["w1"]
+    scale = (await http.get(f"{WIDGETS}/w1/scale")).json()
+    assert scale["spec"] == {"replicas": 1}
+    # A finalizer holds one object: the CRD waits for it.
+    await http.patch(f"{WIDGETS}/w2", content=b'{"metadata":{"finalizers":["x/y"]}}', headers=MERGE)
+    deleted = await http.delete(f"{CRDS}/widgets.example.com")
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["metadata"]["finalizers"] == [
+        "customresourcecleanup.apiextensions.k8s.io"
+    ]
+
+    async def w1_gone() -> bool:
+        return (await http.get(f"{WIDGETS}/w1")).status_code == 404
+
+    await eventually(w1_gone)
+    refused = await http.post(WIDGETS, json=widget("w3"))
+    assert refused.status_code == 405, refused.text
+    assert refused.json()["message"] == (
+        "create not allowed while custom resource definition is terminating"
+    )
+
+    async def waiting_for_w2() -> bool:
+        found = await condition(http, "widgets.example.com", "Terminating")
+        return found.get("reason") == "InstanceDeletionCheck"
+
+    await eventually(waiting_for_w2)
+    await http.patch(f"{WIDGETS}/w2", content=b'{"metadata":{"finalizers":null}}', headers=MERGE)
+
+    async def crd_gone() -> bool:
+        return (await http.get(f"{CRDS}/widgets.example.com")).status_code == 404
+
+    await eventually(crd_gone)
+
+    async def not_served() -> bool:
+        return (await http.get(WIDGETS)).status_code == 404
+
+    await eventually(not_served)
+    assert await api.client.get(b"/registry/example.com/widgets/default/w2") is None
+
+
+async def test_conflicting_names_are_not_accepted(http: httpx.AsyncClient) -> None:
+    await http.post(CRDS, json=WIDGET_CRD)
+    await eventually(lambda: established(http, "widgets.example.com"))
+    other = copy.deepcopy(WIDGET_CRD)
+    other["metadata"]["name"] = "gizmos.example.com"
+    other["spec"]["names"] = {"plural": "gizmos", "kind": "Widget"}
+    assert (await http.post(CRDS, json=other)).status_code == 201
+
+    async def refused() -> bool:
+        found = await condition(http, "gizmos.example.com", "NamesAccepted")
+        return found.get("status") == "False"
+
+    await eventually(refused)
+    found = await condition(http, "gizmos.example.com", "NamesAccepted")
+    # The last conflict found names the condition, as Kubernetes' naming controller does.
+    assert (found["reason"], found["message"]) == (
+        "ListKindConflict",
+        '"WidgetList" is already in use',
+    )
+    assert (await http.get("/apis/example.com/v1/namespaces/default/gizmos")).status_code == 404
+
+
+async def test_an_invalid_crd_is_refused(http: httpx.AsyncClient) -> None:
+    bad = copy.deepcopy(WIDGET_CRD)
+    bad["metadata"]["name"] = "wrong.example.com"
+    bad["spec"]["scope"] = "Galaxy"
+    answer = await http.post(CRDS, json=bad)
+    assert answer.status_code == 422, answer.text
+    fields = {c["field"] for c in answer.json()["details"]["causes"]}
+    assert {"metadata.name", "spec.scope"} <= fields
+
+
+async def test_a_restarted_server_serves_the_stored_crds(
+    etcd: EtcdCluster, api: RunningApiServer, http: httpx.AsyncClient
+) -> None:
+    await http.post(CRDS, json=WIDGET_CRD)
+    await eventually(lambda: established(http, "widgets.example.com"))
+    assert (await http.post(WIDGETS, json=widget("w1"))).status_code == 201
+    async with (
+        running_apiserver(etcd.endpoints) as second,
+        httpx.AsyncClient(base_url=second.url) as other,
+    ):
+        # Served as soon as the server is up: no window of 404s.
+        got = await other.get(f"{WIDGETS}/w1")
+        assert got.status_code == 200, got.text
+        assert (await other.post(WIDGETS, json=widget("w2"))).status_code == 201
+
+        async def seen_by_first() -> bool:
+            return (await http.get(f"{WIDGETS}/w2")).status_code == 200
+
+        await eventually(seen_by_first)
