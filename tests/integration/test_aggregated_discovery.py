@@ -1,8 +1,12 @@
 """Aggregated discovery over HTTP against real etcd: /api and /apis answer an
 APIGroupDiscoveryList when the Accept header asks for one (with ETag, Vary and 304s),
-the legacy documents otherwise, and follow resources added and removed while serving."""
+the legacy documents otherwise, and follow resources added and removed while serving,
+a CRD's versions included."""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 import httpx
 from apiserver_fixture import RunningApiServer
@@ -44,9 +48,9 @@ async def test_kubectls_accept_header_gets_the_aggregated_documents(
 
     named = await http.get("/apis", headers={"Accept": KUBECTL_1_37})
     assert named.headers["content-type"] == V2
-    (leases,) = named.json()["items"]
-    assert leases["metadata"] == {"name": "coordination.k8s.io"}
-    resource = leases["versions"][0]["resources"][0]
+    groups = {g["metadata"]["name"]: g for g in named.json()["items"]}
+    assert list(groups) == sorted(groups)
+    resource = groups["coordination.k8s.io"]["versions"][0]["resources"][0]
     assert resource["resource"] == "leases"
     assert resource["responseKind"] == {"group": "", "version": "", "kind": "Lease"}
 
@@ -100,15 +104,88 @@ async def test_resources_added_and_removed_while_serving_show_at_once(
         return [g["metadata"]["name"] for g in answer.json()["items"]], answer.headers["etag"]
 
     names, etag = await groups()
-    assert names == ["coordination.k8s.io"]
+    assert "example.com" not in names
     await api.server.add_resource(GADGETS)
-    names, added_etag = await groups()
-    assert names == ["coordination.k8s.io", "example.com"]
+    added, added_etag = await groups()
+    assert added == sorted([*names, "example.com"])
     assert added_etag != etag
     # A client holding the old ETag gets the new document, not a 304.
     revalidated = await http.get("/apis", headers={"Accept": KUBECTL_1_37, "If-None-Match": etag})
     assert revalidated.status_code == 200
-    gadgets = revalidated.json()["items"][1]["versions"][0]["resources"][0]
+    (example,) = [g for g in revalidated.json()["items"] if g["metadata"]["name"] == "example.com"]
+    gadgets = example["versions"][0]["resources"][0]
     assert (gadgets["resource"], gadgets["scope"]) == ("gadgets", "Cluster")
     await api.server.remove_resource("gadgets.example.com")
-    assert await groups() == (["coordination.k8s.io"], etag)
+    assert await groups() == (names, etag)
+
+
+def _version(name: str, *, storage: bool = False, scale: bool = False) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if scale:
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+        }
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "schema": {
+            "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        },
+        "subresources": subresources,
+    }
+
+
+THINGS_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "things.stuff.example.com"},
+    "spec": {
+        "group": "stuff.example.com",
+        "names": {"plural": "things", "singular": "thing", "kind": "Thing", "shortNames": ["th"]},
+        "scope": "Namespaced",
+        # Declared in no particular order; discovery lists the most preferred first.
+        "versions": [
+            _version("v1alpha1"),
+            _version("v1beta1", storage=True),
+            _version("v1", scale=True),
+        ],
+    },
+}
+
+
+async def test_a_crds_versions_are_listed_most_preferred_first(http: httpx.AsyncClient) -> None:
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    made = await http.post(crds, json=THINGS_CRD)
+    assert made.status_code == 201, made.text
+
+    async def things() -> dict[str, Any] | None:
+        answer = await http.get("/apis", headers={"Accept": KUBECTL_1_37})
+        for group in answer.json()["items"]:
+            if group["metadata"]["name"] == "stuff.example.com":
+                return dict(group)
+        return None
+
+    async with asyncio.timeout(10):
+        while (group := await things()) is None or len(group["versions"]) < 3:
+            await asyncio.sleep(0.05)
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1", "v1alpha1"]
+    (v1_things,) = group["versions"][0]["resources"]
+    assert v1_things["shortNames"] == ["th"]
+    assert v1_things["subresources"] == [
+        {
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"],
+        },
+        {
+            "subresource": "status",
+            "responseKind": {"group": "", "version": "", "kind": "Thing"},
+            "verbs": ["get", "patch", "update"],
+        },
+    ]
+    assert (await http.delete(f"{crds}/things.stuff.example.com")).status_code == 200
+    async with asyncio.timeout(10):
+        while await things() is not None:
+            await asyncio.sleep(0.05)
