@@ -6,20 +6,15 @@ object."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 from apiserver_fixture import RunningApiServer
+from kopf_process import kopf_operator
 
 OPERATOR = Path(__file__).parent / "operators" / "recording_operator.py"
 NAMESPACE = "e2e-kopf"
@@ -31,58 +26,19 @@ CMS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
 async def operator(
     api: RunningApiServer, http: httpx.AsyncClient, tmp_path: Path
 ) -> AsyncIterator[Path]:
-    """The operator running against ``api``; yields the file it records into. Stopped by
-    PID (SIGTERM, then SIGKILL) when the test ends, whatever happened."""
+    """The operator running against ``api``; yields the file it records into."""
     made = await http.post("/api/v1/namespaces", json={"metadata": {"name": NAMESPACE}})
     assert made.status_code in (201, 409), made.text
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "e2e", "cluster": {"server": api.url}}],
-                "users": [{"name": "e2e", "user": {}}],
-                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}],
-                "current-context": "e2e",
-            }
-        )
-    )
     record = tmp_path / "record.jsonl"
     record.touch()
-    log = (tmp_path / "kopf.log").open("wb")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(kubeconfig),
-        "RECORD_FILE": str(record),
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kopf",
-        "run",
-        "--standalone",
-        "--namespace",
-        NAMESPACE,
-        str(OPERATOR),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    try:
+    async with kopf_operator(
+        api.url,
+        OPERATOR,
+        tmp_path,
+        ["--standalone", "--namespace", NAMESPACE],
+        env={"RECORD_FILE": str(record)},
+    ):
         yield record
-    finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-        log.close()
 
 
 def recorded(record: Path) -> list[dict[str, Any]]:

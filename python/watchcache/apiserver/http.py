@@ -20,6 +20,11 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 HEAD_TIMEOUT_SECONDS = 32.0
 MAX_HEAD_BYTES = 1 << 20
 BODY_TIMEOUT_SECONDS = 60.0
+#: ``IdleTimeout``: a kept-alive connection stays open this long between requests, as long
+#: as Go's client keeps idle connections (``http.DefaultTransport``); uvicorn's default of
+#: 5 s closes connections clients still count on, and a request sent as the server closes
+#: one fails with a reset (kopf's peering keepalives did, every 30 s).
+IDLE_TIMEOUT_SECONDS = 90
 #: How long a response sent before its request body arrived (an early 413, 400, 404) keeps
 #: discarding what the client still sends before the connection closes. Closing at once
 #: would reset a client still writing, and it could lose the response; reading on forever
@@ -167,4 +172,5 @@ def uvicorn_config(
         timeout_graceful_shutdown=timeout_graceful_shutdown,
         lifespan="on",
         http=protocol,
+        timeout_keep_alive=IDLE_TIMEOUT_SECONDS,
     )

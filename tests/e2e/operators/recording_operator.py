@@ -24,7 +24,7 @@ def record(event: str, name: str) -> None:
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
-    # No Event objects: the server does not serve them yet, and kopf only logs the failure.
+    # Events are test_kopf_crds.py's subject; here they would only add writes to wait for.
     settings.posting.enabled = False
     settings.watching.server_timeout = 30
 

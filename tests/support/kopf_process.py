@@ -1,0 +1,80 @@
+"""A kopf operator as its own process (``python -m kopf run``), pointed at an apiserver
+by a kubeconfig of its own, and stopped by PID (SIGTERM, then SIGKILL) whatever happens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+
+import yaml
+
+
+def write_kubeconfig(path: Path, server_url: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "e2e", "cluster": {"server": server_url}}],
+                "users": [{"name": "e2e", "user": {}}],
+                "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}],
+                "current-context": "e2e",
+            }
+        )
+    )
+    return path
+
+
+@contextlib.asynccontextmanager
+async def kopf_operator(
+    server_url: str,
+    operator: Path,
+    workdir: Path,
+    run_args: Sequence[str],
+    env: Mapping[str, str] = {},
+) -> AsyncIterator[Path]:
+    """Run ``kopf run <run_args> <operator>`` against ``server_url`` with its output in
+    ``workdir/kopf.log``; yields that log's path."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = write_kubeconfig(workdir / "kubeconfig", server_url)
+    log_path = workdir / "kopf.log"
+    with log_path.open("wb") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            *run_args,
+            str(operator),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(workdir),
+                "KUBECONFIG": str(kubeconfig),
+                **env,
+            },
+        )
+        try:
+            yield log_path
+        finally:
+            await stop(process)
+
+
+async def stop(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), 10)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
