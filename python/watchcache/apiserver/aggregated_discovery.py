@@ -47,15 +47,15 @@ Where this differs from kube-apiserver, and why:
   an encoding the client did not ask for. The legacy document stays JSON whatever step 3
   matched, as it always was here.
 * **v2beta1 is served.** kube-apiserver 1.33 and 1.34 stop serving it by default
-  (feature gate ``AggregatedDiscoveryRemoveBetaType``), 1.35 removed it. Serving it, as
+  (feature gate ``AggregatedDiscoveryRemoveBetaType``), from 1.35 for good. Serving it, as
   kube-apiserver 1.30 to 1.32 did, lets client-go 1.26 to 1.29 (which ask for v2beta1 only)
   use aggregated discovery; pass ``served_versions=("v2",)`` for the 1.34 default.
 * **Group order.** kube-apiserver orders ``/apis`` by the APIService priorities of its
   built-in groups; every group here has the default priority, so groups come by name, as
   the legacy ``/apis`` here lists them.
-* ``pretty`` (and a curl User-Agent) do not indent the body; a clause with more than 12
-  entries in one header is sorted by (q, wildcards) keeping header order among equals,
-  where Go's pdqsort order is unspecified.
+* ``pretty`` (and a curl User-Agent) do not indent the body. A header of more than 12
+  clauses is sorted by (q, wildcards), keeping header order among equals, where Go's
+  pdqsort leaves that order unspecified (and an insertion sort would cost n²).
 
 The document
 ------------
@@ -72,18 +72,20 @@ being the preferred one; resources by name, subresources by name, as kube-apiser
 installer sorts its paths. ``responseKind`` has an empty group and version, as
 kube-apiserver's does for every resource whose storage does not name another kind: it
 copies them from the legacy ``APIResource``, whose installer leaves them empty, meaning
-"this group-version" (client-go reads both forms into the same ``APIResource``). The
-one storage that names another kind is ``/scale`` (``autoscaling/v1`` ``Scale``).
+"this group-version" (client-go reads both forms into the same ``APIResource``). Of the
+subresources served here only ``/scale`` names another kind (``autoscaling/v1``
+``Scale``), as kube-apiserver's scale storages do.
 
 The ETag is kube-apiserver's: upper-case hex SHA-512 of the Go JSON of
 ``{"metadata":{},"items":[…]}`` (the list before its type is set), quoted. It is the same
 for v2 and v2beta1 (``Vary: Accept`` tells caches apart); ``If-None-Match`` equal to it
 gets 304, compared as kube-apiserver compares it (the whole header value).
 
-Cost: the documents are built once per distinct set of served resources and kept (an LRU
-keyed by the specs themselves, so resources added or removed while serving are seen on
-the next request without any invalidation); a request then costs the negotiation and one
-tuple hash of the specs. Pure functions, thread-safe.
+Cost: the documents are built once per distinct set of listings (what discovery shows of
+each served resource: :class:`Listing`) and kept in a small LRU, so resources added or
+removed while serving are in the next answer without any invalidation; a request then
+costs the negotiation and one listing per resource to look the document up. Pure
+functions, thread-safe.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from watchcache.registry.resources import ResourceSpec
 from watchcache.wire import gojson
@@ -351,50 +353,86 @@ def _response_kind(kind: str, group: str = "", version: str = "") -> dict[str, s
     return {"group": group, "version": version, "kind": kind}
 
 
-def _subresource_response_kind(spec: ResourceSpec, subresource: str) -> dict[str, str]:
+class Listing(NamedTuple):
+    """What aggregated discovery says about one resource, and nothing more: the documents
+    are written from these, and cached by them. Only strings, booleans and tuples, so a
+    listing hashes whatever else :class:`ResourceSpec` holds (schemas are mappings), and a
+    change to anything discovery does not show (printer columns, fields) rebuilds
+    nothing."""
+
+    group: str
+    version: str
+    name: str
+    singular: str
+    kind: str
+    namespaced: bool
+    verbs: tuple[str, ...]
+    short_names: tuple[str, ...]
+    categories: tuple[str, ...]
+    #: (name, verbs), by name.
+    subresources: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, spec: ResourceSpec) -> Listing:
+        return cls(
+            spec.group,
+            spec.version,
+            spec.name,
+            spec.singular,
+            spec.kind,
+            spec.namespaced,
+            tuple(spec.verbs),
+            tuple(spec.short_names),
+            tuple(spec.categories),
+            tuple((sub, tuple(spec.subresource_verbs(sub))) for sub in sorted(spec.subresources)),
+        )
+
+
+def _subresource_response_kind(listing: Listing, subresource: str) -> dict[str, str]:
     other = _SUBRESOURCE_KINDS.get(subresource)
     if other is None:
-        return _response_kind(spec.kind)
+        return _response_kind(listing.kind)
     group, version, kind = other
     return _response_kind(kind, group, version)
 
 
-def resource_discovery(spec: ResourceSpec) -> dict[str, Any]:
-    """One ``APIResourceDiscovery``: the resource with its subresources folded in."""
+def _resource_entry(listing: Listing) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "resource": spec.name,
-        "responseKind": _response_kind(spec.kind),
-        "scope": "Namespaced" if spec.namespaced else "Cluster",
-        "singularResource": spec.singular,
-        "verbs": list(spec.verbs),
+        "resource": listing.name,
+        "responseKind": _response_kind(listing.kind),
+        "scope": "Namespaced" if listing.namespaced else "Cluster",
+        "singularResource": listing.singular,
+        "verbs": list(listing.verbs),
     }
-    if spec.short_names:
-        entry["shortNames"] = list(spec.short_names)
-    if spec.categories:
-        entry["categories"] = list(spec.categories)
-    if spec.subresources:
+    if listing.short_names:
+        entry["shortNames"] = list(listing.short_names)
+    if listing.categories:
+        entry["categories"] = list(listing.categories)
+    if listing.subresources:
         entry["subresources"] = [
             {
                 "subresource": name,
-                "responseKind": _subresource_response_kind(spec, name),
-                "verbs": list(spec.subresource_verbs(name)),
+                "responseKind": _subresource_response_kind(listing, name),
+                "verbs": list(verbs),
             }
-            for name in sorted(spec.subresources)
+            for name, verbs in listing.subresources
         ]
     return entry
 
 
-def discovery_items(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> list[dict[str, Any]]:
-    """The ``APIGroupDiscovery`` items of ``endpoint``: groups by name, each group's
-    versions most preferred first, each version's resources by name."""
-    by_group: dict[str, dict[str, list[ResourceSpec]]] = {}
-    for spec in resources:
-        if endpoint.lists(spec):
-            by_group.setdefault(spec.group, {}).setdefault(spec.version, []).append(spec)
+def resource_discovery(spec: ResourceSpec) -> dict[str, Any]:
+    """One ``APIResourceDiscovery``: the resource with its subresources folded in."""
+    return _resource_entry(Listing.of(spec))
+
+
+def _items(listings: Iterable[Listing]) -> list[dict[str, Any]]:
+    by_group: dict[str, dict[str, list[Listing]]] = {}
+    for listing in listings:
+        by_group.setdefault(listing.group, {}).setdefault(listing.version, []).append(listing)
     items = []
     for group in sorted(by_group):
         versions = by_group[group]
-        ordered = sorted(
+        preferred_first = sorted(
             versions, key=functools.cmp_to_key(compare_kube_aware_versions), reverse=True
         )
         items.append(
@@ -404,16 +442,27 @@ def discovery_items(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> li
                     {
                         "version": version,
                         "resources": [
-                            resource_discovery(spec)
-                            for spec in sorted(versions[version], key=lambda s: s.name)
+                            _resource_entry(listing)
+                            for listing in sorted(versions[version], key=lambda r: r.name)
                         ],
                         "freshness": FRESHNESS_CURRENT,
                     }
-                    for version in ordered
+                    for version in preferred_first
                 ],
             }
         )
     return items
+
+
+def _listings(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> tuple[Listing, ...]:
+    # Sorted, so the order resources were configured in does not make another cache key.
+    return tuple(sorted(Listing.of(spec) for spec in resources if endpoint.lists(spec)))
+
+
+def discovery_items(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> list[dict[str, Any]]:
+    """The ``APIGroupDiscovery`` items of ``endpoint``: groups by name, each group's
+    versions most preferred first, each version's resources by name."""
+    return _items(_listings(resources, endpoint))
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,9 +475,9 @@ class AggregatedDocument:
     bodies: Mapping[str, bytes]
 
 
-def build_document(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> AggregatedDocument:
-    """Build ``endpoint``'s document (uncached; :func:`aggregated_document` caches)."""
-    items = discovery_items(resources, endpoint)
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _document(listings: tuple[Listing, ...]) -> AggregatedDocument:
+    items = _items(listings)
     digest = hashlib.sha512(gojson.dumpb({"metadata": {}, "items": items})).hexdigest()
     bodies = {
         version: gojson.dumpb(
@@ -439,18 +488,14 @@ def build_document(resources: Iterable[ResourceSpec], endpoint: Endpoint) -> Agg
     return AggregatedDocument(etag=f'"{digest.upper()}"', bodies=bodies)
 
 
-@functools.lru_cache(maxsize=CACHE_SIZE)
-def _cached_document(specs: tuple[ResourceSpec, ...], endpoint: Endpoint) -> AggregatedDocument:
-    return build_document(specs, endpoint)
-
-
 def aggregated_document(
     resources: Iterable[ResourceSpec], endpoint: Endpoint
 ) -> AggregatedDocument:
-    """``endpoint``'s document for ``resources``, built once per distinct set of specs.
-    Keyed by the specs' values, so a resource added, removed or replaced while serving is
-    in the next answer without anything to invalidate."""
-    return _cached_document(tuple(resources), endpoint)
+    """``endpoint``'s document for ``resources``, built once per distinct set of
+    :class:`Listing` values and then reused: a resource added, removed or changed while
+    serving is in the next answer without anything to invalidate, and a change that
+    discovery does not show (or one to the other endpoint's groups) costs no rebuild."""
+    return _document(_listings(resources, endpoint))
 
 
 # -- answers --------------------------------------------------------------------------------
