@@ -164,8 +164,9 @@ def _go_weight(text: str) -> float:
 
 
 def _go_less(a: AcceptClause, b: AcceptClause) -> bool:
-    # goautoneg's comparison, verbatim in effect: it is not a strict weak order (a
-    # concrete type with a lower q can still sort before a wildcard), hence the sort below.
+    # goautoneg's ordering: a higher q, or a concrete type or subtype against a wildcard.
+    # It is not a strict weak order (a concrete type with a lower q can still go before a
+    # wildcard), so only the algorithm Go runs reproduces Go's result: see parse_accept.
     return a.q > b.q or (a.type != "*" and b.type == "*") or (a.subtype != "*" and b.subtype == "*")
 
 

@@ -19,6 +19,10 @@ declaration order with the same ``omitempty`` rules:
   own build stamping, a pre-release adds ``+`` to ``minor`` (GKE and EKS report ``"27+"``);
   the emulation and minimum-compatibility versions that 1.33+ servers report follow.
 
+``/api`` and ``/apis`` are also served in the aggregated form (``APIGroupDiscoveryList``)
+when the Accept header asks for it: :mod:`watchcache.apiserver.aggregated_discovery`, which
+the handlers ask first; these documents are what every other client gets.
+
 Discovery is cached by kubectl for 10 minutes (``~/.kube/cache/discovery``), so a change
 here is invisible to a user until that cache expires.
 
