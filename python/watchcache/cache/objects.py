@@ -25,6 +25,11 @@ from watchcache.wire import gojson
 #: / ``DefaultNamespaceScopedAttrs``).
 DEFAULT_FIELDS: tuple[str, ...] = ("metadata.name", "metadata.namespace")
 
+#: Where a selectable field's value is: a dotted path, or several, the first that is not
+#: empty winning (an Event's ``source`` is ``source.component``, else its reporting
+#: controller).
+FieldPath = str | tuple[str, ...]
+
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -42,16 +47,16 @@ class ObjectCodec:
 
     ``fields``: the field-selector names extracted (``spec.nodeName`` for pods...), each
     read at the same dotted path, or a ``(name, path)`` pair when the selector name is not
-    the path (core Events' ``source`` is ``source.component``); a missing path or a
-    non-string value is extracted as its string form or "", which is what Kubernetes'
-    field sets give for unset fields. ``convert``: changes each parsed object in place
-    before it is cached (a version other than the stored one), so serving it costs nothing
-    more than serving what is stored.
+    the path (core Events' ``source`` is ``source.component``, else
+    ``reportingComponent``); a missing path or a non-string value is extracted as its
+    string form or "", which is what Kubernetes' field sets give for unset fields.
+    ``convert``: changes each parsed object in place before it is cached (a version other
+    than the stored one), so serving it costs nothing more than serving what is stored.
     """
 
-    fields: Sequence[str | tuple[str, str]] = DEFAULT_FIELDS
+    fields: Sequence[str | tuple[str, FieldPath]] = DEFAULT_FIELDS
     convert: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
-    _paths: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    _paths: tuple[tuple[str, FieldPath], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         pairs = tuple((f, f) if isinstance(f, str) else (f[0], f[1]) for f in self.fields)
@@ -88,7 +93,7 @@ class ObjectCodec:
             _encode(obj).encode(),
             revision,
             labels=labels,
-            fields={name: field_value(obj, path) for name, path in self._paths},
+            fields={name: _first_value(obj, path) for name, path in self._paths},
         )
 
     def restamp(self, item: Item, revision: int) -> Item:
@@ -99,6 +104,16 @@ class ObjectCodec:
         obj = json.loads(item.value)
         obj["metadata"]["resourceVersion"] = str(revision)
         return Item(item.key, _encode(obj).encode(), revision, item.labels, item.fields)
+
+
+def _first_value(obj: Mapping[str, Any], path: FieldPath) -> str:
+    if isinstance(path, str):
+        return field_value(obj, path)
+    for alternative in path:
+        value = field_value(obj, alternative)
+        if value:
+            return value
+    return ""
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
