@@ -159,10 +159,18 @@ class ObjectStore:
         self.cache = cache
         self.spec = spec
         self.strategy = strategy_for(spec)
+        #: How objects cross between this version and the stored one (None: stored as
+        #: served).
+        self.conversion = spec.version_conversion()
+        on_read = self.strategy.on_read()
         #: What a stored object goes through on its way to a client (this version, the
         #: schema's defaults); None: nothing. The cache's codec applies it too.
-        self.to_served = _compose(spec.converter(), self.strategy.on_read())
+        self.to_served = _compose(
+            None if self.conversion is None else self.conversion.to_served, on_read
+        )
         self.codec = replace(spec.codec(), convert=self.to_served)
+        # A write's answer is in this version already: only the read step applies.
+        self._answer_codec = replace(self.codec, convert=on_read)
         #: When set, creates are refused with this message (405), as for the resource of
         #: a CRD being deleted.
         self.refuse_creates = ""
@@ -192,10 +200,12 @@ class ObjectStore:
         return obj, int(kv.mod_revision)
 
     def _stored_value(self, obj: dict[str, Any]) -> bytes:
-        """The etcd value of ``obj``: in the storage version."""
-        if self.spec.stored_as_served:
+        """The etcd value of ``obj``: in the storage version (``obj`` is left as it is)."""
+        if self.conversion is None:
             return admission.encode(obj)
-        return admission.encode({**obj, "apiVersion": self.spec.storage_api_version})
+        stored = dict(obj)
+        self.conversion.to_storage(stored)
+        return admission.encode(stored)
 
     # -- decoding ---------------------------------------------------------------------------
 
@@ -239,7 +249,7 @@ class ObjectStore:
         return self._lease_id
 
     def _answer(self, namespace: str, name: str, obj: dict[str, Any], revision: int) -> bytes:
-        return self.codec.item(self.spec.key(namespace, name), obj, revision).value
+        return self._answer_codec.item(self.spec.key(namespace, name), obj, revision).value
 
     # -- create -----------------------------------------------------------------------------
 

@@ -17,11 +17,11 @@ The built-in kinds are core/v1 ``configmaps``, ``secrets``, ``pods``, ``namespac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from watchcache.cache.objects import ObjectCodec
+from watchcache.cache.objects import FieldPath, ObjectCodec
 
 NAMESPACED_VERBS = (
     "create",
@@ -59,6 +59,40 @@ class ScaleSubresource:
     label_selector_path: str = ""
 
 
+class VersionConversion(Protocol):
+    """How the objects of a served version and those of the stored version map onto each
+    other, at the etcd boundary only: everything between (admission, the strategy, patches,
+    Tables) sees the served version, and etcd holds one form that every served version's
+    cache converts from as it ingests.
+
+    Both work in place on a parsed object and set ``apiVersion``. They may replace the
+    object's members but must never change a nested value in place, so a shallow copy is
+    enough to convert an object that is still in use (the answer to a write)."""
+
+    def to_served(self, obj: dict[str, Any]) -> None:
+        """Turn a stored object into the served version."""
+        ...
+
+    def to_storage(self, obj: dict[str, Any]) -> None:
+        """Turn an object of the served version into the stored one."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionConversion:
+    """A CRD's ``None`` conversion: every version has the same fields, so only
+    ``apiVersion`` changes."""
+
+    served: str
+    stored: str
+
+    def to_served(self, obj: dict[str, Any]) -> None:
+        obj["apiVersion"] = self.served
+
+    def to_storage(self, obj: dict[str, Any]) -> None:
+        obj["apiVersion"] = self.stored
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceSpec:
     """A served resource.
@@ -71,8 +105,10 @@ class ResourceSpec:
     (a CRD version's ``openAPIV3Schema``; None for built-in kinds, whose schema is the
     wire's). ``storage_prefix``: the etcd prefix when not the default layout.
     ``ttl_seconds``: objects expire this long after their last write (Events), 0 never.
-    ``storage_version``: the version objects are stored as, when it is not ``version``
-    (a CRD's other served versions); reads and writes convert at the etcd boundary.
+    ``storage_version``, ``storage_group``: the version (and group, None: this one) objects
+    are stored as, when not this version (a CRD's other served versions, ``events.k8s.io``
+    Events stored as core ones); reads and writes convert at the etcd boundary, with
+    ``conversion`` (None: only ``apiVersion`` differs, see :meth:`version_conversion`).
     ``scale``: the ``/scale`` subresource's paths (listed in ``subresources`` too).
     ``deprecation_warning``: sent as a Warning header with every request to this version.
     """
@@ -89,7 +125,7 @@ class ResourceSpec:
     #: Subresources served besides the object itself (``status``, a namespace's
     #: ``finalize``); discovery lists them and the handlers route them.
     subresources: tuple[str, ...] = ()
-    field_paths: tuple[tuple[str, str], ...] = ()
+    field_paths: tuple[tuple[str, FieldPath], ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
     openapi_schema: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     storage_prefix: str = ""
@@ -97,6 +133,8 @@ class ResourceSpec:
     storage_version: str = ""
     scale: ScaleSubresource | None = None
     deprecation_warning: str = ""
+    storage_group: str | None = None
+    conversion: VersionConversion | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -108,20 +146,27 @@ class ResourceSpec:
         return f"{self.name}.{self.group}" if self.group else self.name
 
     @property
+    def storage_group_version(self) -> tuple[str, str]:
+        """The group and version objects are stored as."""
+        group = self.group if self.storage_group is None else self.storage_group
+        return group, self.storage_version or self.version
+
+    @property
     def stored_as_served(self) -> bool:
         """Objects are stored in this version (no conversion between etcd and clients)."""
-        return not self.storage_version or self.storage_version == self.version
+        return self.storage_group_version == (self.group, self.version)
 
     @property
     def storage_api_version(self) -> str:
-        version = self.version if self.stored_as_served else self.storage_version
-        return f"{self.group}/{version}" if self.group else version
+        group, version = self.storage_group_version
+        return f"{group}/{version}" if group else version
 
     @property
     def served_key(self) -> str:
         """What tells served resources apart: ``group_resource`` for the version objects
-        are stored in, ``<resource>.<version>.<group>`` for a CRD's other versions (their
-        objects are the same ones, so controllers follow only the storage version)."""
+        are stored in, ``<resource>.<version>.<group>`` for other versions of the same
+        objects (a CRD's, ``events.v1.events.k8s.io``): controllers follow only the
+        storage version, so they see each object once."""
         if self.stored_as_served:
             return self.group_resource
         return f"{self.name}.{self.version}.{self.group}"
@@ -152,18 +197,15 @@ class ResourceSpec:
         """The verbs of a subresource, as Kubernetes serves them."""
         return ("update",) if subresource == "finalize" else ("get", "patch", "update")
 
-    def converter(self) -> Callable[[dict[str, Any]], None] | None:
-        """What turns a stored object into this version (None: stored as served). Only
-        ``None`` conversion is modelled, as a CRD without a webhook has it: the objects of
-        every version are the same but for ``apiVersion``."""
+    def version_conversion(self) -> VersionConversion | None:
+        """How objects cross between this version and the stored one (None: stored as
+        served): the declared ``conversion``, else a CRD's ``None`` conversion, as a CRD
+        without a webhook has it."""
         if self.stored_as_served:
             return None
-        api_version = self.api_version
-
-        def to_served(obj: dict[str, Any]) -> None:
-            obj["apiVersion"] = api_version
-
-        return to_served
+        if self.conversion is not None:
+            return self.conversion
+        return ApiVersionConversion(self.api_version, self.storage_api_version)
 
     @property
     def selectable_fields(self) -> tuple[str, ...]:
@@ -174,8 +216,10 @@ class ResourceSpec:
         # Cluster-scoped objects still answer metadata.namespace="" like Kubernetes does.
         paths = dict(self.field_paths)
         selectable = ("metadata.name", "metadata.namespace", *self.fields)
+        conversion = self.version_conversion()
         return ObjectCodec(
-            tuple((name, paths.get(name, name)) for name in selectable), convert=self.converter()
+            tuple((name, paths.get(name, name)) for name in selectable),
+            convert=None if conversion is None else conversion.to_served,
         )
 
     def key(self, namespace: str, name: str) -> str:
