@@ -149,7 +149,9 @@ def api_resource(spec: ResourceSpec) -> dict[str, Any]:
         resource["shortNames"] = list(spec.short_names)
     if spec.categories:
         resource["categories"] = list(spec.categories)
-    resource["storageVersionHash"] = storage_version_hash(spec.group, spec.version, spec.kind)
+    # Every version of the same objects names the version they are stored in.
+    group, version = spec.storage_group_version
+    resource["storageVersionHash"] = storage_version_hash(group, version, spec.kind)
     return resource
 
 

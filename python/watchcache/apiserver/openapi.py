@@ -192,7 +192,8 @@ def build_documents(
     for spec in specs:
         key = _group_version_path(spec)
         group_versions[key] = (spec.group, spec.version)
-        by_group_version.setdefault(key, []).extend(resource_paths(spec, catalog.names[spec.name]))
+        kind_names = catalog.names[spec.served_key]
+        by_group_version.setdefault(key, []).extend(resource_paths(spec, kind_names))
     info = {"title": TITLE, "version": version}
 
     v3_documents: dict[str, Document] = {}

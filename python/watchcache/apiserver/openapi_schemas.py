@@ -396,7 +396,7 @@ class KindNames:
 
 
 class Catalog:
-    """The schemas a set of resources reaches. ``names[spec.name]`` gives a resource's
+    """The schemas a set of resources reaches. ``names[spec.served_key]`` gives a resource's
     kind and list components; :meth:`component` any schema by name, GVK extensions
     included; :meth:`closure` the names reachable from some roots, sorted."""
 
@@ -418,7 +418,7 @@ class Catalog:
                 names = KindNames(kind, kind + "List")
                 self._own[names.kind] = _crd_kind(spec, own) if own is not None else _unknown_kind()
                 self._own[names.list] = _list_of(names.kind)
-            self.names[spec.name] = names
+            self.names[spec.served_key] = names
             for name, kind in ((names.kind, spec.kind), (names.list, spec.list_kind)):
                 entry = group_version_kind(spec.group, spec.version, kind)
                 if entry not in gvks.setdefault(name, []):
