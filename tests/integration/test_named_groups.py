@@ -27,6 +27,11 @@ async def test_discovery_lists_the_named_groups(http: httpx.AsyncClient) -> None
             "versions": [{"groupVersion": "coordination.k8s.io/v1", "version": "v1"}],
             "preferredVersion": {"groupVersion": "coordination.k8s.io/v1", "version": "v1"},
         },
+        {
+            "name": "events.k8s.io",
+            "versions": [{"groupVersion": "events.k8s.io/v1", "version": "v1"}],
+            "preferredVersion": {"groupVersion": "events.k8s.io/v1", "version": "v1"},
+        },
     ]
     group = (await http.get("/apis/coordination.k8s.io")).json()
     assert group["kind"] == "APIGroup" and group["name"] == "coordination.k8s.io"

@@ -230,7 +230,11 @@ def test_the_python_client_deserializes_every_document() -> None:
     served = client.V1APIGroupList.from_json(
         discovery.api_group_list_json(DEFAULT_RESOURCES).decode()
     )
-    assert [g.name for g in served.groups] == ["apiextensions.k8s.io", "coordination.k8s.io"]
+    assert [g.name for g in served.groups] == [
+        "apiextensions.k8s.io",
+        "coordination.k8s.io",
+        "events.k8s.io",
+    ]
     assert served.groups[1].preferred_version.group_version == "coordination.k8s.io/v1"
     info = client.VersionInfo.from_json(discovery.version_info_json().decode())
     assert info.git_version == discovery.GIT_VERSION

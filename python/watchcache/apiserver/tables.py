@@ -8,10 +8,12 @@ decides whether a request wants a Table (:func:`table_version`) and renders one
 (:func:`render_table`) the way kube-apiserver does:
 
 * Columns and cells are those of Kubernetes' printers (``pkg/printers/internalversion``:
-  ``printConfigMap``, ``printSecret``, ``printNamespace``, ``printPod``), computed from the
-  stored JSON. The server always renders the wide form (``GenerateOptions{Wide: true}``);
-  kubectl hides ``priority > 0`` columns unless ``-o wide``. A resource without a printer
-  gets Kubernetes' default columns, Name and Created At.
+  ``printConfigMap``, ``printSecret``, ``printNamespace``, ``printPod``, ``printEvent``),
+  computed from the stored JSON (``events.k8s.io`` Events in their core form, as
+  Kubernetes prints its internal Event for both APIs). The server always renders the wide
+  form (``GenerateOptions{Wide: true}``); kubectl hides ``priority > 0`` columns unless
+  ``-o wide``. A resource without a printer gets Kubernetes' default columns, Name and
+  Created At.
 * Cells read the object as the apiserver's internal version sees it after decoding and
   defaulting: a Secret without ``type`` is ``Opaque``, a Namespace without ``status.phase``
   is ``Active``, and a pod's first IP is ``status.podIP`` before ``status.podIPs``.
@@ -47,6 +49,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from watchcache.registry.event_conversion import EVENT_CONVERSION
 from watchcache.registry.resources import ResourceSpec
 from watchcache.wire import gojson
 from watchcache.wire.errors import BadRequestError
@@ -251,6 +254,24 @@ _NAME = Column(
 )
 _AGE = Column("Age", "string", "Time since the object was created (metadata.creationTimestamp).")
 
+_EVENT_COLUMNS: Final = (
+    Column("Last Seen", "string", "Time since the event was last seen."),
+    Column("Type", "string", "Type of the event (Normal, Warning)."),
+    Column("Reason", "string", "Why the event happened, in one word."),
+    Column("Object", "string", "The object the event is about, as kind/name."),
+    Column("Subobject", "string", "The part of the object the event is about.", priority=1),
+    Column("Source", "string", "The component that reported the event.", priority=1),
+    Column("Message", "string", "What happened, for people."),
+    Column("First Seen", "string", "Time since the event was first seen.", priority=1),
+    Column("Count", "string", "How many times the event happened.", priority=1),
+    Column(
+        "Name",
+        "string",
+        "Name of the Event object.",
+        format="name",
+        priority=1,
+    ),
+)
 #: Column sets by resource, in Kubernetes' order and with its types.
 COLUMNS: Final[Mapping[str, tuple[Column, ...]]] = {
     "configmaps": (
@@ -298,24 +319,9 @@ COLUMNS: Final[Mapping[str, tuple[Column, ...]]] = {
             priority=1,
         ),
     ),
-    "events": (
-        Column("Last Seen", "string", "Time since the event was last seen."),
-        Column("Type", "string", "Type of the event (Normal, Warning)."),
-        Column("Reason", "string", "Why the event happened, in one word."),
-        Column("Object", "string", "The object the event is about, as kind/name."),
-        Column("Subobject", "string", "The part of the object the event is about.", priority=1),
-        Column("Source", "string", "The component that reported the event.", priority=1),
-        Column("Message", "string", "What happened, for people."),
-        Column("First Seen", "string", "Time since the event was first seen.", priority=1),
-        Column("Count", "string", "How many times the event happened.", priority=1),
-        Column(
-            "Name",
-            "string",
-            "Name of the Event object.",
-            format="name",
-            priority=1,
-        ),
-    ),
+    "events": _EVENT_COLUMNS,
+    # events.k8s.io Events print as the core ones: both are the internal Event.
+    "events.events.k8s.io": _EVENT_COLUMNS,
     "leases.coordination.k8s.io": (
         _NAME,
         Column("Holder", "string", "The identity of the lease's current holder."),
@@ -576,6 +582,13 @@ def _event_cells(event: _Object, now: datetime) -> _Row:
     ], None
 
 
+def _events_v1_cells(event: _Object, now: datetime) -> _Row:
+    # kube-apiserver prints the internal Event whichever API is read: the core form's row.
+    core = dict(event)
+    EVENT_CONVERSION.to_storage(core)
+    return _event_cells(core, now)
+
+
 def _lease_cells(lease: _Object, now: datetime) -> _Row:
     meta = _dict(lease.get("metadata"))
     holder = _dict(lease.get("spec")).get("holderIdentity") or ""
@@ -588,6 +601,7 @@ _CELLS: Final[Mapping[str, Callable[[_Object, datetime], _Row]]] = {
     "namespaces": _namespace_cells,
     "pods": _pod_cells,
     "events": _event_cells,
+    "events.events.k8s.io": _events_v1_cells,
     "leases.coordination.k8s.io": _lease_cells,
 }
 

@@ -11,8 +11,9 @@ OpenAPI schema and how long objects live (Events). Served resources are told apa
 name caches and stores are kept under.
 
 The built-in kinds are core/v1 ``configmaps``, ``secrets``, ``pods``, ``namespaces``
-(cluster-scoped) and ``events``, ``coordination.k8s.io/v1`` ``leases`` and
-``apiextensions.k8s.io/v1`` ``customresourcedefinitions``.
+(cluster-scoped) and ``events``, ``events.k8s.io/v1`` ``events`` (the core Events in
+another version), ``coordination.k8s.io/v1`` ``leases`` and ``apiextensions.k8s.io/v1``
+``customresourcedefinitions``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from watchcache.cache.objects import FieldPath, ObjectCodec
+from watchcache.registry.event_conversion import EVENT_CONVERSION
 
 NAMESPACED_VERBS = (
     "create",
@@ -99,7 +101,8 @@ class ResourceSpec:
 
     ``fields``: field-selector names it supports beyond ``metadata.name`` and
     ``metadata.namespace``; each is the object's field at the same dotted path, unless
-    ``field_paths`` maps it elsewhere (core Events' ``source`` is ``source.component``).
+    ``field_paths`` maps it elsewhere (core Events' ``source`` is ``source.component``, or
+    ``reportingComponent`` when that is empty).
     ``printer_columns``: the Table columns (none: Kubernetes' printer for the built-in
     kinds, else Name and Created At). ``openapi_schema``: the object's OpenAPI v3 schema
     (a CRD version's ``openAPIV3Schema``; None for built-in kinds, whose schema is the
@@ -259,8 +262,21 @@ EVENTS = ResourceSpec(
     fields=("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
             "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
             "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"),
-    field_paths=(("source", "source.component"),),
+    field_paths=(("source", ("source.component", "reportingComponent")),),
     ttl_seconds=3600,
+)  # fmt: skip
+#: ``events.k8s.io/v1`` Events: the core Events again (same keys, same TTL), converted at
+#: the etcd boundary (``registry.event_conversion``). Selectable by the same fields as
+#: core Events under this version's names, as kube-apiserver's field label conversion
+#: maps them (``regarding.kind`` is ``involvedObject.kind``).
+EVENTS_V1 = ResourceSpec(
+    "events", "event", "Event", short_names=("ev",), group="events.k8s.io",
+    fields=("regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
+            "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath",
+            "reason", "reportingController", "source", "type"),
+    field_paths=(("source", ("deprecatedSource.component", "reportingController")),),
+    storage_prefix=EVENTS.prefix, storage_group="", storage_version=EVENTS.version,
+    conversion=EVENT_CONVERSION, ttl_seconds=EVENTS.ttl_seconds,
 )  # fmt: skip
 LEASES = ResourceSpec(
     "leases", "lease", "Lease", group="coordination.k8s.io", storage_prefix="/registry/leases/",
@@ -275,7 +291,7 @@ CUSTOM_RESOURCE_DEFINITIONS = ResourceSpec(
 )  # fmt: skip
 
 DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (
-    CONFIGMAPS, SECRETS, PODS, NAMESPACES, EVENTS, LEASES, CUSTOM_RESOURCE_DEFINITIONS,
+    CONFIGMAPS, SECRETS, PODS, NAMESPACES, EVENTS, EVENTS_V1, LEASES, CUSTOM_RESOURCE_DEFINITIONS,
 )  # fmt: skip
 KNOWN_RESOURCES: Mapping[str, ResourceSpec] = {r.group_resource: r for r in DEFAULT_RESOURCES}
 
