@@ -52,7 +52,13 @@ from watchcache.wire.gotime import TimeParseError, parse_time
 if TYPE_CHECKING:
     from watchcache.registry.structural import StructuralSchema
 
-__all__ = ["coerce_error", "embedded_errors", "object_meta_error"]
+__all__ = [
+    "coerce_error",
+    "embedded_errors",
+    "is_dns1123_subdomain",
+    "is_qualified_name",
+    "object_meta_error",
+]
 
 _STRING_FIELDS: Final = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion")
 _OWNER_FIELDS: Final = {
@@ -342,6 +348,12 @@ def _label_key(value: str) -> list[str]:
             + _regex_error(_LABEL_KEY_MESSAGE, _LABEL_KEY, "MyName", "my.name", "123-abc")
         )
     return errors
+
+
+#: apimachinery's ``IsQualifiedName`` and ``IsDNS1123Subdomain`` (the messages, empty when
+#: valid), for other kinds' checks (an Event's reporting controller and namespace).
+is_qualified_name = _label_key
+is_dns1123_subdomain = _dns1123_subdomain
 
 
 def _label_value(value: str) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Final
 
 from watchcache.registry.crd_strategy import CustomResourceDefinitionStrategy
 from watchcache.registry.custom_resource import CustomResourceStrategy
+from watchcache.registry.event_strategy import EventStrategy
 from watchcache.registry.resources import ResourceSpec
 from watchcache.registry.strategy import (
     ConfigMapStrategy,
@@ -25,6 +26,8 @@ _BUILT_IN: Final[dict[str, type[Strategy]]] = {
     "secrets": SecretStrategy,
     "pods": PodStrategy,
     "namespaces": NamespaceStrategy,
+    "events": EventStrategy,
+    "events.events.k8s.io": EventStrategy,
     "customresourcedefinitions.apiextensions.k8s.io": CustomResourceDefinitionStrategy,
 }
 
