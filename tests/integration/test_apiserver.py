@@ -73,6 +73,7 @@ async def test_discovery_and_health(http: httpx.AsyncClient) -> None:
         "api/v1",
         "apis/apiextensions.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
+        "apis/events.k8s.io/v1",
     }
     core = await http.get(index["paths"]["api/v1"]["serverRelativeURL"])
     assert core.headers["cache-control"] == "public, immutable"
