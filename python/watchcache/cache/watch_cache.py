@@ -115,6 +115,22 @@ DEFAULT_WATCH_BUFFER: Final = 1024
 THREAD_SCAN_THRESHOLD: Final = 20_000
 
 
+def request_key_prefix(resource_prefix: str, prefix: str | None) -> str:
+    """Validate a request's key prefix (a namespace, say ``/registry/pods/ns/``) as
+    Kubernetes' ``PrepareKey`` does: inside ``resource_prefix``, no empty, ``.`` or ``..``
+    segments; a trailing "/" is added. None is the whole resource. Raises BadRequestError."""
+    if prefix is None or prefix == resource_prefix:
+        return resource_prefix
+    if not prefix.endswith("/"):
+        prefix += "/"
+    if not prefix.startswith(resource_prefix):
+        raise BadRequestError(f'invalid key: "{prefix}" lacks resource prefix: "{resource_prefix}"')
+    for segment in prefix[len(resource_prefix) : -1].split("/"):
+        if segment in ("", ".", ".."):
+            raise BadRequestError(f'invalid key: "{prefix}"')
+    return prefix
+
+
 class EventOrderError(ValueError):
     """An event the cache refused because it contradicts what the cache holds (see the
     module note). ``resource_version`` is the cache's rv; nothing was changed."""
@@ -523,19 +539,8 @@ class WatchCache:
     # LIST
 
     def request_prefix(self, prefix: str | None) -> str:
-        """Validate a request's key prefix (a namespace, say ``/registry/pods/ns/``): inside
-        the cache's prefix, no empty, ``.`` or ``..`` segments; a trailing "/" is added.
-        Raises BadRequestError."""
-        if prefix is None or prefix == self.prefix:
-            return self.prefix
-        if not prefix.endswith("/"):
-            prefix += "/"
-        if not prefix.startswith(self.prefix):
-            raise BadRequestError(f'invalid key: "{prefix}" lacks resource prefix: "{self.prefix}"')
-        for segment in prefix[len(self.prefix) : -1].split("/"):
-            if segment in ("", ".", ".."):
-                raise BadRequestError(f'invalid key: "{prefix}"')
-        return prefix
+        """Validate a request's key prefix (see :func:`request_key_prefix`)."""
+        return request_key_prefix(self.prefix, prefix)
 
     async def list(self, opts: ListOptions, *, prefix: str | None = None) -> ListResult:
         """Serve a LIST exactly as Kubernetes' cache (+ store) would: see planner.py.
