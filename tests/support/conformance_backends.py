@@ -11,9 +11,11 @@ Backends (``open_backend(name, ...)``):
   create, update or delete of the pod's JSON as the apiserver stores it (no
   resourceVersion: etcd's revision is the version); the revision etcd answers is the rv,
   and the write returns once the cache has applied it.
-* ``store``: an :class:`EtcdStore` alone over a real etcd: LISTs as Kubernetes' etcd3 store
-  serves them (the revision chosen by the planner's ``store_revision``, the continue token
-  decoded against the request's prefix). It has no watch.
+* ``store``: an :class:`EtcdReader` over a real etcd, no cache: LISTs as Kubernetes' etcd3
+  store serves them (the revision chosen by the planner's ``store_revision``, the continue
+  token decoded against the request's prefix), as the apiserver serves a resource that is
+  not cached. The watch rows do not run on it (etcd's watch differs from the cache's:
+  tests/integration/test_etcd_reader.py).
 
 Every backend of a test works under its own key prefix (``/registry/conformance/<id>/pods/``),
 so the tests of a module can share one etcd. The API, the same for all:
@@ -50,18 +52,16 @@ from typing import Any, Final
 from kubeobjects import pod_value
 
 from watchcache._core import Item
-from watchcache.cache.backing_store import ListResult, Source, StoreListRequest
+from watchcache.cache.backing_store import ListResult, Source
 from watchcache.cache.event import Event, EventType
 from watchcache.cache.objects import ObjectCodec
-from watchcache.cache.planner import store_revision
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.cache.watcher import Watcher, WatchEvent
 from watchcache.etcd.client import MAX_TXN_OPS, EtcdClient
 from watchcache.etcd.proto import rpc_pb2
-from watchcache.etcd.store import EtcdStore
+from watchcache.etcd.reader import EtcdReader
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire.options import ListOptions, WatchOptions
-from watchcache.wire.tokens import decode_continue
 
 #: The backends, in the order tests run on them.
 BACKENDS: Final = ("cache", "synced", "store")
@@ -529,7 +529,8 @@ class StoreBackend(EtcdBackend):
 
     def __init__(self, prefix: str, base_revision: int, client: EtcdClient) -> None:
         super().__init__(prefix, base_revision, client)
-        self.store = EtcdStore(client, prefix, codec=POD_FIELDS)
+        self.reader = EtcdReader(client, prefix, resource="pods", kind="Pod", codec=POD_FIELDS)
+        self.store = self.reader.store
 
     def served(self, source: Source) -> Source:
         return Source.STORE
@@ -549,27 +550,9 @@ class StoreBackend(EtcdBackend):
         return await self.write_elsewhere()
 
     async def _list(self, opts: ListOptions, within: str | None) -> ListResult:
-        """As Kubernetes' etcd3 ``GetList``: the request's prefix (a "/" added, as
-        ``PrepareKey`` does for a recursive list), the token decoded against it, the
-        revision chosen as the planner chooses it for the store (docs/semantics.md §6.2)."""
-        key_prefix = self.prefix if within is None else self.prefix + within.rstrip("/") + "/"
-        start: str | None = None
-        continue_rv: int | None = None
-        if opts.continue_token:
-            start, continue_rv = decode_continue(opts.continue_token, key_prefix)
-        revision, minimum = store_revision(opts, continue_rv)
-        request = StoreListRequest(
-            key_prefix=key_prefix,
-            token_prefix=key_prefix[:-1],
-            start_key=start,
-            revision=revision,
-            minimum=minimum,
-            limit=opts.page_size,
-            selector=opts.selector(),
-            continued=bool(opts.continue_token),
-            options=opts,
-        )
-        return await self.store.list(request)
+        """As the apiserver serves a resource that is not cached: EtcdReader.list, kube's
+        etcd3 ``GetList`` (docs/semantics.md §6)."""
+        return await self.reader.list(opts, prefix=self.request_prefix(within))
 
 
 @contextlib.asynccontextmanager
