@@ -114,6 +114,9 @@ class ResourceSpec:
     ``conversion`` (None: only ``apiVersion`` differs, see :meth:`version_conversion`).
     ``scale``: the ``/scale`` subresource's paths (listed in ``subresources`` too).
     ``deprecation_warning``: sent as a Warning header with every request to this version.
+    ``cached``: clients' LIST, GET and WATCH are served from a watch cache; False serves
+    them from etcd, as kube-apiserver serves a resource whose watch cache is disabled
+    (docs/etcd.md §6).
     """
 
     name: str
@@ -138,6 +141,7 @@ class ResourceSpec:
     deprecation_warning: str = ""
     storage_group: str | None = None
     conversion: VersionConversion | None = field(default=None, compare=False, hash=False)
+    cached: bool = True
 
     @property
     def api_version(self) -> str:
@@ -153,6 +157,14 @@ class ResourceSpec:
         """The group and version objects are stored as."""
         group = self.group if self.storage_group is None else self.storage_group
         return group, self.storage_version or self.version
+
+    @property
+    def storage_group_resource(self) -> str:
+        """``<resource>[.<group>]`` of the objects as stored: what places them (kube keys
+        ``--etcd-servers-overrides`` and ``--watch-cache-sizes`` by the storage resource,
+        so ``events.k8s.io`` Events go where the core ``events`` go)."""
+        group, _ = self.storage_group_version
+        return f"{self.name}.{group}" if group else self.name
 
     @property
     def stored_as_served(self) -> bool:
