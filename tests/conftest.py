@@ -11,8 +11,9 @@ No profile has a deadline: native calls, ``gc.collect()`` and ``check_invariants
 much in time for a per-example deadline to mean anything.
 
 Real etcd for the tests that need it (never a fake): ``etcd`` is one member of trixie's etcd
-3.5, ``etcd_cluster`` three members, ``etcd_34`` bookworm's 3.4.23 (progress-notify bug; for
-the version safeguard). Members start on free loopback ports with a temporary data dir and
+3.5, ``second_etcd`` another such cluster (for resources placed on an etcd of their own),
+``etcd_cluster`` three members, ``etcd_34`` bookworm's 3.4.23 (progress-notify bug; for the
+version safeguard). Members start on free loopback ports with a temporary data dir and
 are stopped by PID when the test ends, failed or not.
 
 Randomness outside hypothesis comes from the ``rng`` fixture, seeded from env
@@ -101,6 +102,14 @@ def rng(seed: int) -> random.Random:
 
 @pytest.fixture
 def etcd() -> Iterator[EtcdCluster]:
+    with EtcdCluster(1) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def second_etcd() -> Iterator[EtcdCluster]:
+    """Another one-member cluster, independent of ``etcd`` (its own ports, data and
+    revisions): where ``--etcd-servers-overrides`` puts a resource."""
     with EtcdCluster(1) as cluster:
         yield cluster
 

@@ -22,7 +22,7 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,11 +34,13 @@ from starlette.routing import Route
 from watchcache import metrics
 from watchcache.apiserver import aggregated_discovery, discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
+from watchcache.cache.reads import ResourceReader
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.crd import CustomResourceDefinitionController
 from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
+from watchcache.etcd.reader import EtcdReader
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.registry.admission import MAX_BODY_BYTES
 from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
@@ -93,7 +95,14 @@ DEFAULT_MAX_LIMIT = 10_000
 class ApiServer:
     """Serves ``resources`` from watch caches synced with the etcd behind ``client``, and
     runs the controllers a cluster needs: the namespace controller (when namespaces are
-    served) and, unless ``garbage_collection`` is off, the garbage collector."""
+    served) and, unless ``garbage_collection`` is off, the garbage collector.
+
+    ``etcd_overrides`` puts resources on etcd clusters of their own (kube-apiserver's
+    ``--etcd-servers-overrides``): every etcd request of a resource whose storage
+    ``group_resource`` it names goes to that client, resources added later included.
+    Clients' reads of a resource in ``uncached_resources`` (or declared ``cached=False``)
+    are served from etcd, not from its watch cache, which the controllers still follow
+    (docs/etcd.md §6)."""
 
     def __init__(
         self,
@@ -104,9 +113,18 @@ class ApiServer:
         consistent_reads: ConsistentReadsMode = ConsistentReadsMode.AUTO,
         min_request_timeout: int = MIN_REQUEST_TIMEOUT_SECONDS,
         garbage_collection: bool = True,
+        etcd_overrides: Mapping[str, EtcdClient] | None = None,
+        uncached_resources: Collection[str] = (),
         **cache_options: Any,
     ) -> None:
         self.client = client
+        #: The client of each resource placed on another cluster, by storage group_resource.
+        self.etcd_overrides: dict[str, EtcdClient] = dict(etcd_overrides or {})
+        #: Resources (by storage group_resource) whose reads clients get from etcd.
+        self.uncached_resources = frozenset(uncached_resources)
+        #: One progress-request verdict per etcd cluster (set of endpoints): a member of
+        #: one cluster must not decide for the resources of another.
+        self._supports: dict[frozenset[str], ProgressRequestSupport] = {}
         self.garbage_collection = garbage_collection
         self.consistent_reads = consistent_reads
         self.cache_options = cache_options
@@ -115,33 +133,58 @@ class ApiServer:
         self._started = False
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
-        self.support = ProgressRequestSupport()
+        self.support = self.support_for(client)
         #: Served resources, caches and stores by ``ResourceSpec.served_key``: the
         #: ``group_resource`` for the version objects are stored in, which is all the
         #: controllers follow (a CRD's other versions are the same objects).
         self.resources: dict[str, ResourceSpec] = {}
         self.caches: dict[str, SyncedCache] = {}
         self.stores: dict[str, ObjectStore] = {}
+        #: What serves clients' reads: the watch cache, or etcd for an uncached resource.
+        self.readers: dict[str, ResourceReader] = {}
         #: Served resources by URL: (group, version, plural).
         self._by_path: dict[tuple[str, str, str], ResourceSpec] = {}
         self._serves_namespaces = any(spec.group_resource == "namespaces" for spec in resources)
         for spec in resources:
             self._install(spec)
 
+    def client_for(self, storage_group_resource: str) -> EtcdClient:
+        """The etcd client of the resource stored as ``storage_group_resource``."""
+        return self.etcd_overrides.get(storage_group_resource, self.client)
+
+    def support_for(self, client: EtcdClient) -> ProgressRequestSupport:
+        """The progress-request verdict of the etcd cluster ``client`` talks to."""
+        cluster = frozenset(client.endpoints)
+        support = self._supports.get(cluster)
+        if support is None:
+            support = self._supports[cluster] = ProgressRequestSupport()
+        return support
+
+    def serves_from_etcd(self, spec: ResourceSpec) -> bool:
+        """Whether clients' reads of ``spec`` are served from etcd, not its watch cache."""
+        return not spec.cached or spec.storage_group_resource in self.uncached_resources
+
+    @property
+    def etcd_versions(self) -> dict[str, str]:
+        """The version every endpoint of every etcd cluster reported."""
+        return {e: v for s in self._supports.values() for e, v in s.versions.items()}
+
     def _install(self, spec: ResourceSpec) -> None:
         name = spec.served_key
         if name in self.resources:
             raise ValueError(f"the resource {name} is served already")
+        client = self.client_for(spec.storage_group_resource)
         # The store first: its codec (conversion to this version, schema defaults) is the
         # one the cache ingests with. A schema that is not structural raises here.
         store = ObjectStore(
-            self.client,
+            client,
             spec,
             namespace_phase=self._namespace_phase if self._serves_namespaces else None,
             garbage_collection=self.garbage_collection,
         )
+        # An uncached resource keeps its cache too: the controllers follow it.
         self.caches[name] = SyncedCache(
-            self.client,
+            client,
             spec.prefix,
             resource=spec.name,
             kind=spec.kind,
@@ -149,10 +192,21 @@ class ApiServer:
             api_version=spec.api_version,
             codec=store.codec,
             mode=self.consistent_reads,
-            support=self.support,
+            support=self.support_for(client),
             **self.cache_options,
         )
         store.cache = self.caches[name].cache
+        self.readers[name] = self.caches[name].cache
+        if self.serves_from_etcd(spec):
+            self.readers[name] = EtcdReader(
+                client,
+                spec.prefix,
+                resource=spec.name,
+                kind=spec.kind,
+                group=spec.group,
+                api_version=spec.api_version,
+                codec=store.codec,
+            )
         self.stores[name] = store
         self.resources[name] = spec
         if not self._started:
@@ -230,6 +284,7 @@ class ApiServer:
         spec = self.resources.pop(name)
         self._by_path.pop((spec.group, spec.version, spec.name), None)
         self.stores.pop(name)
+        self.readers.pop(name)
         synced = self.caches.pop(name)
         await synced.stop()
 
@@ -369,7 +424,7 @@ class ApiServer:
 
     async def _metrics(self, _request: Request) -> Response:
         return PlainTextResponse(
-            metrics.render(self.caches.values(), self.support.versions),
+            metrics.render(self.caches.values(), self.etcd_versions),
             media_type="text/plain; version=0.0.4; charset=utf-8",
         )
 
@@ -577,8 +632,8 @@ class ApiServer:
         _check_fields(spec, opts.field_requirements)
         if opts.limit > self.max_limit:
             opts = dataclasses.replace(opts, limit=self.max_limit)
-        cache = self.caches[spec.served_key].cache
-        result = await cache.list(opts, prefix=spec.collection_prefix(namespace))
+        reader = self.readers[spec.served_key]
+        result = await reader.list(opts, prefix=spec.collection_prefix(namespace))
         table = _table_request(request)
         if table is not None:
             body = tables.render_table(
@@ -590,14 +645,13 @@ class ApiServer:
                 include_object=table[1],
             )
             return _json(body)
-        return _json(cache.render(result))
+        return _json(reader.render(result))
 
     async def _get(
         self, request: Request, spec: ResourceSpec, namespace: str, name: str
     ) -> Response:
         resource_version = dict(_query(request)).get("resourceVersion", "")
-        cache = self.caches[spec.served_key].cache
-        item = await cache.get(spec.key(namespace, name), resource_version)
+        item = await self.readers[spec.served_key].get(spec.key(namespace, name), resource_version)
         table = _table_request(request)
         if table is not None:
             return _json(
@@ -620,8 +674,8 @@ class ApiServer:
             timeout = int(self.min_request_timeout * (1 + random.random()))
             opts = dataclasses.replace(opts, timeout_seconds=timeout)
         table = _table_request(request)
-        cache = self.caches[spec.served_key].cache
-        watcher = cache.watch(opts, prefix=spec.collection_prefix(namespace))
+        reader = self.readers[spec.served_key]
+        watcher = reader.watch(opts, prefix=spec.collection_prefix(namespace))
         first_error: bytes | None = None
         try:
             await watcher.start()
