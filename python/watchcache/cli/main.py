@@ -19,6 +19,13 @@ from pathlib import Path
 
 from watchcache.apiserver.app import DEFAULT_MAX_LIMIT
 from watchcache.cli import demo, load, serve, status
+from watchcache.cli.placement import (
+    EtcdServersOverride,
+    PlacementError,
+    merge_overrides,
+    parse_etcd_servers_overrides,
+    parse_resource_names,
+)
 from watchcache.etcd.client import EtcdError
 from watchcache.etcd.process import EtcdProcessError, default_data_dir
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
@@ -77,6 +84,22 @@ def resource_list(text: str) -> tuple[ResourceSpec, ...]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def etcd_servers_overrides(text: str) -> tuple[EtcdServersOverride, ...]:
+    """argparse type: one ``--etcd-servers-overrides`` value, kube-apiserver's syntax."""
+    try:
+        return parse_etcd_servers_overrides(text)
+    except PlacementError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def resource_names(text: str) -> frozenset[str]:
+    """argparse type: comma-separated ``resource[.group]`` names."""
+    try:
+        return parse_resource_names(text)
+    except PlacementError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def port_number(text: str) -> int:
     value = positive_int(text)
     if value > 65535:
@@ -96,6 +119,11 @@ def run_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         check_consistency_every=args.check_consistency_every,
         garbage_collection=args.enable_garbage_collector,
+        # Repeated flags add up, as kube's string-slice flags do.
+        etcd_overrides=merge_overrides(
+            override for value in args.etcd_servers_overrides or () for override in value
+        ),
+        uncached_resources=frozenset().union(*(args.uncached_resources or ())),
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -158,6 +186,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--etcd, starts an etcd of its own (data in the user data folder) and stops it on exit.",
     )
     serve_cmd.add_argument("--etcd", type=endpoints, help="etcd endpoints, comma-separated")
+    serve_cmd.add_argument(
+        "--etcd-servers-overrides",
+        type=etcd_servers_overrides,
+        action="append",
+        metavar="GROUP/RESOURCE#SERVERS",
+        help="put resources on etcd clusters of their own, as kube-apiserver does: "
+        "comma-separated group/resource#servers, the servers separated by ';', the core "
+        "group empty (/events#http://127.0.0.1:2381); may be repeated",
+    )
+    serve_cmd.add_argument(
+        "--uncached-resources",
+        type=resource_names,
+        action="append",
+        metavar="RESOURCES",
+        help="serve clients' LIST, GET and WATCH of these resources (resource[.group], "
+        "comma-separated) from etcd, not a watch cache, as kube-apiserver's "
+        "--watch-cache-sizes <resource>#0; may be repeated",
+    )
     serve_cmd.add_argument("--host", default="127.0.0.1", help="listen address (127.0.0.1)")
     serve_cmd.add_argument("--port", type=port_number, default=8080, help="listen port (8080)")
     serve_cmd.add_argument(

@@ -6,6 +6,11 @@ or an error — by PID; etcd also dies with this process if it is killed outrigh
 At start it makes sure the namespaces every cluster has exist (``default``,
 ``kube-system``, ``kube-public``) and, when asked, loads demo configmaps once. HTTP is
 served with the hardened protocol of :mod:`watchcache.apiserver.http`.
+
+Resources named by ``--etcd-servers-overrides`` live on etcd clusters of their own: one
+client per distinct cluster, each checked at start (an unreachable one fails at once, with
+its address) and closed on the way out; ``--uncached-resources`` are read from etcd
+(docs/etcd.md §6).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +28,7 @@ import uvicorn
 from watchcache.apiserver.app import DEFAULT_MAX_LIMIT, ApiServer
 from watchcache.apiserver.http import uvicorn_config
 from watchcache.cli.load import load_objects
+from watchcache.cli.placement import describe
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
 from watchcache.etcd.version import ConsistentReadsMode
@@ -47,6 +53,11 @@ class ServeOptions:
     check_consistency_every: float | None = None
     #: The garbage collector (ownerReferences); off leaves dependents alone.
     garbage_collection: bool = True
+    #: Resources on etcd clusters of their own: storage group_resource -> endpoints
+    #: (--etcd-servers-overrides).
+    etcd_overrides: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: Resources whose reads clients get from etcd, not a watch cache (--uncached-resources).
+    uncached_resources: frozenset[str] = frozenset()
 
 
 def run(options: ServeOptions) -> int:
@@ -84,10 +95,19 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 
 async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bool) -> None:
-    async with EtcdClient(endpoints) as client:
-        await ensure_namespaces(client, options.resources)
+    async with contextlib.AsyncExitStack() as stack:
+        client, placed = await open_etcd_clients(stack, endpoints, options.etcd_overrides)
+        # Ask every other cluster for its revision now: one that cannot be reached fails
+        # the start with its address, instead of a cache's start timeout minutes later.
+        others = {c for c in placed.values() if c is not client}
+        await asyncio.gather(*(c.current_revision(b"/registry") for c in others))
+        served = {spec.storage_group_resource for spec in options.resources}
+        for name in sorted((set(placed) | options.uncached_resources) - served):
+            log.info("%s is not served now; it is placed so once a CRD defines it", name)
+        await ensure_namespaces(placed.get("namespaces", client), options.resources)
         if options.demo_configmaps and CONFIGMAPS in options.resources:
-            await load_demo(client, options.demo_configmaps)
+            configmaps = placed.get(CONFIGMAPS.storage_group_resource, client)
+            await load_demo(configmaps, options.demo_configmaps)
         server = ApiServer(
             client,
             options.resources,
@@ -95,12 +115,34 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             consistent_reads=options.consistent_reads,
             check_consistency_every=options.check_consistency_every,
             garbage_collection=options.garbage_collection,
+            etcd_overrides=placed,
+            uncached_resources=options.uncached_resources,
         )
         config = uvicorn_config(
             server.app(), host=options.host, port=options.port, log_level=options.log_level
         )
         print_banner(options, endpoints, embedded=embedded)
         await uvicorn.Server(config).serve()
+
+
+async def open_etcd_clients(
+    stack: contextlib.AsyncExitStack,
+    endpoints: Sequence[str],
+    overrides: Mapping[str, Sequence[str]],
+) -> tuple[EtcdClient, dict[str, EtcdClient]]:
+    """The default cluster's client, and the client of each resource in ``overrides``: one
+    client per distinct set of endpoints (in any order; the default cluster's included),
+    each closed with ``stack``."""
+    default: EtcdClient = await stack.enter_async_context(EtcdClient(endpoints))
+    clients = {frozenset(default.endpoints): default}
+    placed: dict[str, EtcdClient] = {}
+    for name, servers in overrides.items():
+        candidate = EtcdClient(servers)  # no connection yet: it normalizes the endpoints
+        cluster = frozenset(candidate.endpoints)
+        if cluster not in clients:
+            clients[cluster] = await stack.enter_async_context(candidate)
+        placed[name] = clients[cluster]
+    return default, placed
 
 
 async def load_demo(client: EtcdClient, count: int) -> None:
@@ -113,9 +155,13 @@ async def load_demo(client: EtcdClient, count: int) -> None:
 
 def print_banner(options: ServeOptions, endpoints: Sequence[str], *, embedded: bool) -> None:
     url = f"http://{options.host}:{options.port}"
+    placement = "".join(f"\n  {line}" for line in describe(options.etcd_overrides))
+    if options.uncached_resources:
+        uncached = ", ".join(sorted(options.uncached_resources))
+        placement += f"\n  served from etcd, not cached: {uncached}"
     print(
         f"""
-watchcache apiserver on {url} (etcd: {", ".join(endpoints)})
+watchcache apiserver on {url} (etcd: {", ".join(endpoints)}){placement}
 Try:
   kubectl --server {url} get configmaps -A --chunk-size=50
   kubectl --server {url} get cm -n demo-0 -l app=a
