@@ -10,7 +10,7 @@ cache     ``WatchCache``, ``Watcher``, ``WatchEvent``, ``Event``, ``EventType``,
           ``ListResult``, ``BackingStore``
 etcd      ``EtcdClient``, ``EtcdStore``
 sync      ``SyncedCache``
-registry  ``ResourceSpec``, ``PrinterColumn``
+registry  ``ResourceSpec``, ``PrinterColumn``, ``ScaleSubresource``, ``DEFAULT_RESOURCES``
 apiserver ``ApiServer``
 ========  ====================================================================================
 
@@ -46,7 +46,12 @@ if TYPE_CHECKING:
     from watchcache.cache.watcher import Watcher, WatchEvent
     from watchcache.etcd.client import EtcdClient
     from watchcache.etcd.store import EtcdStore
-    from watchcache.registry.resources import PrinterColumn, ResourceSpec
+    from watchcache.registry.resources import (
+        DEFAULT_RESOURCES,
+        PrinterColumn,
+        ResourceSpec,
+        ScaleSubresource,
+    )
     from watchcache.sync.synced import SyncedCache
     from watchcache.wire.errors import (
         AlreadyExistsError,
@@ -83,6 +88,8 @@ _LAZY: dict[str, str] = {
     "EtcdStore": "watchcache.etcd.store",
     "ResourceSpec": "watchcache.registry.resources",
     "PrinterColumn": "watchcache.registry.resources",
+    "ScaleSubresource": "watchcache.registry.resources",
+    "DEFAULT_RESOURCES": "watchcache.registry.resources",
     "SyncedCache": "watchcache.sync.synced",
     "ListOptions": "watchcache.wire.options",
     "WatchOptions": "watchcache.wire.options",
@@ -122,6 +129,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "DEFAULT_RESOURCES",
     "FANOUT",
     "AlreadyExistsError",
     "ApiServer",
@@ -145,6 +153,7 @@ __all__ = [
     "PatchOptions",
     "PrinterColumn",
     "ResourceSpec",
+    "ScaleSubresource",
     "ScanResult",
     "Selector",
     "Snapshot",

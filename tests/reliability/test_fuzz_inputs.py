@@ -48,8 +48,6 @@ from watchcache import _core
 from watchcache.apiserver.app import ApiServer
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
-from watchcache.registry.resources import DEFAULT_RESOURCES
-from watchcache.registry.system_namespaces import ensure_namespaces
 from watchcache.wire.errors import BadRequestError, ContinueTokenError, InvalidError
 from watchcache.wire.options import ListOptions, WatchOptions, parse_query
 from watchcache.wire.selectors import (
@@ -651,7 +649,6 @@ async def _start(
     resources: contextlib.AsyncExitStack, endpoints: Sequence[str], loop: asyncio.AbstractEventLoop
 ) -> LiveServer:
     client = await resources.enter_async_context(EtcdClient(endpoints, timeout=30))
-    await ensure_namespaces(client, DEFAULT_RESOURCES)
     # A fuzzed rv is mostly ahead of etcd: its 504 comes after wait_timeout, 3 s by
     # default. Consistent reads wait as long for the cache to catch up, so not too short.
     server = ApiServer(client, max_limit=50, min_request_timeout=2, wait_timeout=0.5)

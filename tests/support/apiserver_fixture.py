@@ -17,7 +17,6 @@ from watchcache.apiserver.http import GuardedHttpProtocol, uvicorn_config
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import free_ports
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec
-from watchcache.registry.system_namespaces import ensure_namespaces
 
 
 @dataclass
@@ -38,7 +37,6 @@ async def running_apiserver(
     """The apiserver as ``watchcache serve`` runs it (``http.uvicorn_config``: the guarded
     HTTP protocol, or ``protocol`` with other deadlines)."""
     async with EtcdClient(endpoints) as client:
-        await ensure_namespaces(client, resources)
         server = ApiServer(client, resources, **options)
         port = free_ports(1)[0]
         config = uvicorn_config(

@@ -49,6 +49,7 @@ from watchcache.registry.resources import (
     DEFAULT_RESOURCES,
     ResourceSpec,
 )
+from watchcache.registry.system_namespaces import ensure_namespaces
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire import gojson
 from watchcache.wire.body import (
@@ -216,7 +217,9 @@ class ApiServer:
 
     async def start(self, *, timeout: float | None = 120.0) -> None:
         """Start the caches (waiting at most ``timeout`` for their first list), then the
-        controllers; the resources of the CRDs stored already are served on return."""
+        controllers; the resources of the CRDs stored already are served on return, and the
+        system namespaces exist."""
+        await ensure_namespaces(self.client_for("namespaces"), list(self.resources.values()))
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
         caches = _LiveCaches(self.caches)
         stored = _StoredVersions(self.resources)

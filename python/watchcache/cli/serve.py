@@ -33,7 +33,6 @@ from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
 from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.registry.resources import CONFIGMAPS, DEFAULT_RESOURCES, ResourceSpec
-from watchcache.registry.system_namespaces import ensure_namespaces
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +96,13 @@ def _interrupt(_signum: int, _frame: object) -> None:
 async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bool) -> None:
     async with contextlib.AsyncExitStack() as stack:
         client, placed = await open_etcd_clients(stack, endpoints, options.etcd_overrides)
-        # Ask every other cluster for its revision now: one that cannot be reached fails
-        # the start with its address, instead of a cache's start timeout minutes later.
-        others = {c for c in placed.values() if c is not client}
-        await asyncio.gather(*(c.current_revision(b"/registry") for c in others))
+        # Ask every cluster for its revision now: one that cannot be reached fails the
+        # start with its address (exit 1), instead of the server's startup failing later.
+        clusters = {client, *placed.values()}
+        await asyncio.gather(*(c.current_revision(b"/registry") for c in clusters))
         served = {spec.storage_group_resource for spec in options.resources}
         for name in sorted((set(placed) | options.uncached_resources) - served):
             log.info("%s is not served now; it is placed so once a CRD defines it", name)
-        await ensure_namespaces(placed.get("namespaces", client), options.resources)
         if options.demo_configmaps and CONFIGMAPS in options.resources:
             configmaps = placed.get(CONFIGMAPS.storage_group_resource, client)
             await load_demo(configmaps, options.demo_configmaps)

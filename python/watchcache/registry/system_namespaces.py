@@ -1,17 +1,19 @@
-"""The namespaces every cluster has (``default``, ``kube-system``, ``kube-public``),
-created at start as kube-apiserver's system-namespaces controller does."""
+"""The namespaces every cluster has (``default``, ``kube-system``, ``kube-public``,
+``kube-node-lease``), created at start as kube-apiserver's system-namespaces controller
+does: clients (the official client's examples, kubectl without ``-n``) count on
+``default``."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from watchcache.etcd.client import EtcdClient
 from watchcache.registry.admission import now_rfc3339
 from watchcache.registry.resources import ResourceSpec
 
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public")
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 def namespace_object(name: str) -> bytes:
@@ -26,7 +28,9 @@ def namespace_object(name: str) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-async def ensure_namespaces(client: EtcdClient, resources: Sequence[ResourceSpec]) -> None:
+async def ensure_namespaces(client: EtcdClient, resources: Iterable[ResourceSpec]) -> None:
+    """Create those of the system namespaces that do not exist (when namespaces are
+    served)."""
     if not any(r.name == "namespaces" for r in resources):
         return
     for name in SYSTEM_NAMESPACES:
