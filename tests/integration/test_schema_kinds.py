@@ -252,3 +252,16 @@ async def test_a_schema_that_is_not_structural_is_refused(api: RunningApiServer)
     with pytest.raises(InvalidSchemaError, match=r"properties\[spec\]\.type: Required value"):
         await api.server.add_resource(broken)
     assert "broken.example.com" not in api.server.resources
+
+
+async def test_legacy_discovery_prefers_the_highest_version_and_names_the_scale_kind(
+    http: httpx.AsyncClient,
+) -> None:
+    group = (await http.get("/apis/example.com")).json()
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
+    listed = (await http.get("/apis/example.com/v1beta1")).json()["resources"]
+    scale = next(r for r in listed if r["name"] == "gizmos/scale")
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+    status = next(r for r in listed if r["name"] == "gizmos/status")
+    assert "group" not in status and status["kind"] == "Gizmo"

@@ -346,7 +346,7 @@ def compare_kube_aware_versions(a: str, b: str) -> int:
 
 #: Subresources whose answers are another kind than the resource's, as kube-apiserver's
 #: storages for them declare it (every ``/scale`` answers ``autoscaling/v1`` ``Scale``).
-_SUBRESOURCE_KINDS: Final = {"scale": ("autoscaling", "v1", "Scale")}
+SUBRESOURCE_KINDS: Final = {"scale": ("autoscaling", "v1", "Scale")}
 
 
 def _response_kind(kind: str, group: str = "", version: str = "") -> dict[str, str]:
@@ -390,7 +390,7 @@ class Listing(NamedTuple):
 
 
 def _subresource_response_kind(listing: Listing, subresource: str) -> dict[str, str]:
-    other = _SUBRESOURCE_KINDS.get(subresource)
+    other = SUBRESOURCE_KINDS.get(subresource)
     if other is None:
         return _response_kind(listing.kind)
     group, version, kind = other

@@ -35,6 +35,7 @@ the server address.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import platform
 import re
@@ -43,6 +44,10 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from watchcache import __version__
+from watchcache.apiserver.aggregated_discovery import (
+    SUBRESOURCE_KINDS,
+    compare_kube_aware_versions,
+)
 from watchcache.registry.resources import ResourceSpec
 from watchcache.wire import gojson
 
@@ -57,6 +62,7 @@ _GIT_VERSION_RE: Final = re.compile(
     r"^v(?P<major>0|[1-9][0-9]*)\.(?P<minor>0|[1-9][0-9]*)(?:\.[0-9]+)?"
     r"(?P<pre>-[^+]*)?(?:\+.*)?$"
 )
+_PREFERENCE: Final = functools.cmp_to_key(compare_kube_aware_versions)
 _GO_ARCH: Final = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 _PLATFORM: Final = f"{sys.platform}/{_GO_ARCH.get(platform.machine().lower(), platform.machine())}"
 
@@ -101,8 +107,9 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 def api_groups(resources: Iterable[ResourceSpec]) -> list[dict[str, Any]]:
     """One ``APIGroup`` (without kind and apiVersion, as inside a list) per named group
-    served, sorted by name; each group's versions in the order first served, the first
-    being the preferred one."""
+    served, sorted by name; each group's versions most preferred first (GA over beta over
+    alpha, higher numbers first, as kube-apiserver orders a CRD's), the first being the
+    preferred one, as in the aggregated documents."""
     versions: dict[str, list[str]] = {}
     for spec in resources:
         if spec.group:
@@ -111,7 +118,8 @@ def api_groups(resources: Iterable[ResourceSpec]) -> list[dict[str, Any]]:
                 listed.append(spec.version)
     groups = []
     for name in sorted(versions):
-        entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions[name]]
+        ordered = sorted(versions[name], key=_PREFERENCE, reverse=True)
+        entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in ordered]
         groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
     return groups
 
@@ -173,15 +181,21 @@ def _entries(spec: ResourceSpec) -> list[dict[str, Any]]:
     """The resource's entry, then one per subresource (``pods/status``)."""
     entries = [api_resource(spec)]
     for subresource in sorted(spec.subresources):
-        entries.append(
-            {
-                "name": f"{spec.name}/{subresource}",
-                "singularName": "",
-                "namespaced": spec.namespaced,
-                "kind": spec.kind,
-                "verbs": list(spec.subresource_verbs(subresource)),
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": f"{spec.name}/{subresource}",
+            "singularName": "",
+            "namespaced": spec.namespaced,
+        }
+        # A subresource answering another kind names its group and version (every
+        # /scale answers autoscaling/v1 Scale), as kube-apiserver lists it.
+        group, version, kind = SUBRESOURCE_KINDS.get(subresource, ("", "", spec.kind))
+        if group:
+            entry["group"] = group
+        if version:
+            entry["version"] = version
+        entry["kind"] = kind
+        entry["verbs"] = list(spec.subresource_verbs(subresource))
+        entries.append(entry)
     return entries
 
 
