@@ -267,55 +267,22 @@ class CustomResourceDefinitionController:
         return remaining, ""
 
     async def _set_terminating(self, crd: dict[str, Any], reason: str, message: str) -> None:
-        conditions = (crd.get("status") or {}).get("conditions") or []
-        for condition in conditions:
-            if (
-                isinstance(condition, dict)
-                and condition.get("type") == "Terminating"
-                and condition.get("reason") == reason
-                and condition.get("message") == message
+        """Write the ``Terminating`` condition (unless it says this already), and keep
+        ``crd`` current with it."""
+        condition = {"type": "Terminating", "status": "True", "reason": reason, "message": message}
+        status = crd.setdefault("status", {})
+        for existing in status.get("conditions") or []:
+            if isinstance(existing, dict) and all(
+                existing.get(k) == v for k, v in condition.items()
             ):
                 return
         now = _now()
 
-        def set_condition(obj: dict[str, Any]) -> None:
-            status = obj.setdefault("status", {})
-            kept = [
-                c
-                for c in status.get("conditions") or []
-                if not (isinstance(c, dict) and c.get("type") == "Terminating")
-            ]
-            old = next(
-                (
-                    c
-                    for c in status.get("conditions") or []
-                    if isinstance(c, dict) and c.get("type") == "Terminating"
-                ),
-                None,
-            )
-            since = (
-                old.get("lastTransitionTime", now) if old and old.get("status") == "True" else now
-            )
-            kept.append(
-                {
-                    "type": "Terminating",
-                    "status": "True",
-                    "lastTransitionTime": since,
-                    "reason": reason,
-                    "message": message,
-                }
-            )
-            status["conditions"] = kept
+        def set_terminating(obj: dict[str, Any]) -> None:
+            crd_definition.set_condition(obj.setdefault("status", {}), condition, now)
 
         with contextlib.suppress(NotFoundError):
             await self.store.mutate(
-                "", crd["metadata"]["name"], set_condition, subresource=Subresource.STATUS
+                "", crd["metadata"]["name"], set_terminating, subresource=Subresource.STATUS
             )
-        crd.setdefault("status", {})["conditions"] = [
-            *(
-                c
-                for c in conditions
-                if not (isinstance(c, dict) and c.get("type") == "Terminating")
-            ),
-            {"type": "Terminating", "status": "True", "reason": reason, "message": message},
-        ]
+        crd_definition.set_condition(status, condition, now)

@@ -145,6 +145,7 @@ __all__ = [
     "prepare_for_create",
     "prepare_for_status_update",
     "prepare_for_update",
+    "set_condition",
     "storage_version",
     "validate_crd",
     "validate_crd_status_update",
@@ -1961,7 +1962,7 @@ def _find_condition(status: dict[str, Any], condition_type: str) -> dict[str, An
     return None
 
 
-def _set_condition(status: dict[str, Any], new: dict[str, str], now: str) -> None:
+def set_condition(status: dict[str, Any], new: dict[str, str], now: str) -> None:
     """``SetCRDCondition``: replace or append; the transition time moves with the status."""
     existing = _find_condition(status, new["type"])
     if existing is None:
@@ -2066,8 +2067,8 @@ def names_status(crd: Mapping[str, Any], taken: NamesInUse, *, now: str) -> dict
         }
     status = copy.deepcopy(_status_dict(crd))
     status["acceptedNames"] = _names_json(names)
-    _set_condition(status, condition, now)
-    _set_condition(status, established, now)
+    set_condition(status, condition, now)
+    set_condition(status, established, now)
     return status
 
 
@@ -2086,7 +2087,7 @@ def established_status(crd: Mapping[str, Any], *, now: str) -> dict[str, Any] | 
     ):
         return None
     status = copy.deepcopy(_status_dict(crd))
-    _set_condition(
+    set_condition(
         status,
         {
             "type": "Established",
@@ -2117,7 +2118,7 @@ def mark_for_deletion(crd: dict[str, Any], *, now: str) -> None:
     status = crd.get("status")
     if not isinstance(status, dict):
         status = crd["status"] = _zero_status()
-    _set_condition(
+    set_condition(
         status,
         {
             "type": "Terminating",

@@ -270,7 +270,7 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
 def _dns1035_label(value: str) -> list[str]:
     errors = []
     if len(value.encode()) > 63:
-        errors.append("must be no more than 63 bytes")
+        errors.append("must be no more than 63 characters")
     if not _DNS1035_RE.fullmatch(value):
         errors.append(
             _regex_error(
@@ -287,7 +287,7 @@ def _dns1035_label(value: str) -> list[str]:
 def _dns1123_label(value: str) -> list[str]:
     errors = []
     if len(value.encode()) > 63:
-        errors.append("must be no more than 63 bytes")
+        errors.append("must be no more than 63 characters")
     if not _DNS1123_LABEL_RE.fullmatch(value):
         if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
             errors.append("must not contain dots")
@@ -307,7 +307,7 @@ def _dns1123_label(value: str) -> list[str]:
 def _dns1123_subdomain(value: str) -> list[str]:
     errors = []
     if len(value.encode()) > 253:
-        errors.append("must be no more than 253 bytes")
+        errors.append("must be no more than 253 characters")
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
         errors.append(
             _regex_error(
@@ -341,7 +341,7 @@ def _label_key(value: str) -> list[str]:
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:
-        errors.append("name part must be no more than 63 bytes")
+        errors.append("name part must be no more than 63 characters")
     if not _LABEL_KEY_RE.fullmatch(name):
         errors.append(
             "name part "
@@ -359,7 +359,7 @@ is_dns1123_subdomain = _dns1123_subdomain
 def _label_value(value: str) -> list[str]:
     errors = []
     if len(value.encode()) > 63:
-        errors.append("must be no more than 63 bytes")
+        errors.append("must be no more than 63 characters")
     if not _LABEL_VALUE_RE.fullmatch(value):
         errors.append(
             _regex_error(
