@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from apiserver_fixture import RunningApiServer, running_apiserver
-from kopf_process import kopf_operator
+from kopf_process import PEERING_CRDS, PRESERVED_STATUS, crd, kopf_operator
 
 from watchcache.etcd.process import EtcdCluster
 
@@ -29,45 +29,14 @@ WIDGETS = f"/apis/example.com/v1/namespaces/{NAMESPACE}/widgets"
 PEERINGS = f"/apis/kopf.dev/v1/namespaces/{NAMESPACE}/kopfpeerings"
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
 
-_PRESERVED_STATUS = {
-    "type": "object",
-    "properties": {"status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-}
-
-
-def crd(plural: str, kind: str, group: str, scope: str, schema: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": scope,
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                    **({"subresources": {"status": {}}} if group == "example.com" else {}),
-                }
-            ],
-        },
-    }
-
-
-#: kopf's peering CRDs, as its documentation has them.
-PEERING_CRDS = (
-    crd("clusterkopfpeerings", "ClusterKopfPeering", "kopf.dev", "Cluster", _PRESERVED_STATUS),
-    crd("kopfpeerings", "KopfPeering", "kopf.dev", "Namespaced", _PRESERVED_STATUS),
-)
-WIDGET_SCHEMA = copy.deepcopy(_PRESERVED_STATUS)
+WIDGET_SCHEMA = copy.deepcopy(PRESERVED_STATUS)
 WIDGET_SCHEMA["properties"]["spec"] = {
     "type": "object",
     "properties": {"color": {"type": "string"}},
 }
-WIDGET_CRD = crd("widgets", "Widget", "example.com", "Namespaced", WIDGET_SCHEMA)
+WIDGET_CRD = crd(
+    "widgets", "Widget", "example.com", "Namespaced", WIDGET_SCHEMA, status_subresource=True
+)
 
 
 async def until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:

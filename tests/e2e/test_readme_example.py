@@ -1,6 +1,7 @@
 """The README's "Serving your own kinds" example, run as written (the code block is taken
-from the README), then driven by kubectl 1.37 and the official client's
-CustomObjectsApi; and the same API against a CRD-defined kind."""
+from the README), then driven by kubectl 1.37, the official client's CustomObjectsApi and
+a peered kopf operator, on one server and across two over one etcd; and the same client
+calls against a CRD-defined kind."""
 
 from __future__ import annotations
 
@@ -12,17 +13,19 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
 import kubernetes.client as k8s
 import pytest
 from apiserver_fixture import RunningApiServer
+from kopf_process import PEERING_CRDS, kopf_operator
 
 from watchcache.etcd.process import EtcdCluster, free_ports
 
 README = Path(__file__).parents[2] / "README.md"
+OPERATOR = Path(__file__).parent / "operators" / "widget_operator.py"
 WIDGET = {
     "apiVersion": "example.com/v1",
     "kind": "Widget",
@@ -38,13 +41,15 @@ def readme_example() -> str:
     return found.group(1)
 
 
-@pytest.fixture
-async def example_server(etcd: EtcdCluster, tmp_path: Path) -> AsyncIterator[str]:
+@contextlib.asynccontextmanager
+async def readme_server(etcd: EtcdCluster, workdir: Path) -> AsyncIterator[str]:
     """The README's apiserver as its own process; its URL. Stopped by PID."""
-    script = tmp_path / "widget_apiserver.py"
+    workdir.mkdir(parents=True, exist_ok=True)
+    script = workdir / "widget_apiserver.py"
     script.write_text(readme_example())
     (port,) = free_ports(1)
-    log = (tmp_path / "server.log").open("wb")
+    log_path = workdir / "server.log"
+    log = log_path.open("wb")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(script),
@@ -61,12 +66,10 @@ async def example_server(etcd: EtcdCluster, tmp_path: Path) -> AsyncIterator[str
                 with contextlib.suppress(httpx.TransportError):
                     if (await http.get("/readyz")).status_code == 200:
                         break
-                assert process.returncode is None, (tmp_path / "server.log").read_text()
+                assert process.returncode is None, log_path.read_text()
                 await asyncio.sleep(0.1)
             else:
-                pytest.fail(
-                    f"the README's server did not start:\n{(tmp_path / 'server.log').read_text()}"
-                )
+                pytest.fail(f"the README's server did not start:\n{log_path.read_text()}")
         yield url
     finally:
         if process.returncode is None:
@@ -77,6 +80,12 @@ async def example_server(etcd: EtcdCluster, tmp_path: Path) -> AsyncIterator[str
                 process.kill()
                 await process.wait()
         log.close()
+
+
+@pytest.fixture
+async def example_server(etcd: EtcdCluster, tmp_path: Path) -> AsyncIterator[str]:
+    async with readme_server(etcd, tmp_path / "server") as url:
+        yield url
 
 
 def custom_objects(url: str) -> Iterator[k8s.CustomObjectsApi]:
@@ -225,3 +234,88 @@ async def test_the_official_client_on_a_crd_defined_kind(
             await asyncio.sleep(0.05)
         await asyncio.to_thread(exercise_custom_objects, k8s.CustomObjectsApi(client))
         await asyncio.to_thread(extensions.delete_custom_resource_definition, "widgets.example.com")
+
+
+async def test_two_readme_servers_and_a_peered_kopf_operator(
+    etcd: EtcdCluster, tmp_path: Path
+) -> None:
+    """The embedder's kind across two servers over one etcd, handled by a kopf operator
+    (with peering) on one while the objects are written through the other."""
+    namespace = "default"
+    widgets = f"/apis/example.com/v1/namespaces/{namespace}/widgets"
+    record = tmp_path / "record.jsonl"
+    record.touch()
+    async with (
+        readme_server(etcd, tmp_path / "one") as one_url,
+        readme_server(etcd, tmp_path / "two") as two_url,
+        httpx.AsyncClient(base_url=one_url, timeout=30) as one,
+        httpx.AsyncClient(base_url=two_url, timeout=30) as two,
+    ):
+        for definition in PEERING_CRDS:
+            made = await one.post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=definition
+            )
+            assert made.status_code in (201, 409), made.text
+        peerings = f"/apis/kopf.dev/v1/namespaces/{namespace}/kopfpeerings"
+
+        async def peering_served() -> bool:
+            return (await one.get(peerings)).status_code == 200
+
+        await until(peering_served, "the peering CRDs served")
+        peering = {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "KopfPeering",
+            "metadata": {"name": "readme"},
+        }
+        assert (await one.post(peerings, json=peering)).status_code in (201, 409)
+        async with kopf_operator(
+            one_url,
+            OPERATOR,
+            tmp_path / "kopf",
+            ["--namespace", namespace, "--peering", "readme"],
+            env={"RECORD_FILE": str(record), "OPERATOR_ID": "readme"},
+        ) as log:
+            try:
+
+                async def peered() -> bool:
+                    status = (await two.get(f"{peerings}/readme")).json().get("status") or {}
+                    return len(status) == 1
+
+                await until(peered, "the operator in its peering object")
+                made = await two.post(widgets, json={**WIDGET, "metadata": {"name": "k1"}})
+                assert made.status_code == 201, made.text
+
+                async def handled() -> bool:
+                    got = (await one.get(f"{widgets}/k1")).json()
+                    return (got.get("status") or {}).get("created") == {"configured": True}
+
+                await until(handled, "the create handler's result in the status")
+
+                async def event_posted() -> bool:
+                    listed = await two.get(
+                        f"/api/v1/namespaces/{namespace}/events",
+                        params={"fieldSelector": "involvedObject.name=k1,reason=Configured"},
+                    )
+                    return bool(listed.json()["items"])
+
+                await until(event_posted, "the operator's Event")
+                assert (await two.delete(f"{widgets}/k1")).status_code == 200
+
+                async def gone() -> bool:
+                    return (await one.get(f"{widgets}/k1")).status_code == 404
+
+                await until(gone, "kopf to release the widget")
+            except BaseException:
+                print(log.read_text(errors="replace")[-6000:])
+                raise
+    calls = [(e["event"], e["name"]) for e in map(json.loads, record.read_text().splitlines())]
+    assert calls == [("create", "k1"), ("delete", "k1")]
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():
+                await asyncio.sleep(0.2)
+    except TimeoutError:
+        pytest.fail(f"timed out waiting for {what}")

@@ -1,5 +1,6 @@
-"""A kopf operator as its own process (``python -m kopf run``), pointed at an apiserver
-by a kubeconfig of its own, and stopped by PID (SIGTERM, then SIGKILL) whatever happens."""
+"""kopf for the e2e tests: its peering CRDs, and an operator as its own process
+(``python -m kopf run``), pointed at an apiserver by a kubeconfig of its own and stopped by
+PID (SIGTERM, then SIGKILL) whatever happens."""
 
 from __future__ import annotations
 
@@ -11,8 +12,52 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+PRESERVED_STATUS = {
+    "type": "object",
+    "properties": {"status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+}
+
+
+def crd(
+    plural: str,
+    kind: str,
+    group: str,
+    scope: str,
+    schema: dict[str, Any],
+    *,
+    status_subresource: bool = False,
+) -> dict[str, Any]:
+    """A one-version (v1) CRD."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    **({"subresources": {"status": {}}} if status_subresource else {}),
+                }
+            ],
+        },
+    }
+
+
+#: kopf's peering CRDs, as its documentation has them.
+PEERING_CRDS = (
+    crd("clusterkopfpeerings", "ClusterKopfPeering", "kopf.dev", "Cluster", PRESERVED_STATUS),
+    crd("kopfpeerings", "KopfPeering", "kopf.dev", "Namespaced", PRESERVED_STATUS),
+)
 
 
 def write_kubeconfig(path: Path, server_url: str) -> Path:
