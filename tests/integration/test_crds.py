@@ -214,3 +214,55 @@ async def test_a_restarted_server_serves_the_stored_crds(
             return (await http.get(f"{WIDGETS}/w2")).status_code == 200
 
         await eventually(seen_by_first)
+
+
+async def test_several_versions_share_the_objects_of_one_storage_version(
+    api: RunningApiServer, http: httpx.AsyncClient
+) -> None:
+    crd = copy.deepcopy(WIDGET_CRD)
+    v1 = crd["spec"]["versions"][0]
+    beta = {
+        **copy.deepcopy(v1),
+        "name": "v1beta1",
+        "storage": False,
+        "deprecated": True,
+        "additionalPrinterColumns": [],
+    }
+    crd["spec"]["versions"] = [beta, v1]
+    assert (await http.post(CRDS, json=crd)).status_code == 201
+    await eventually(lambda: established(http, "widgets.example.com"))
+    beta_widgets = "/apis/example.com/v1beta1/namespaces/default/widgets"
+
+    async def both_served() -> bool:
+        return (await http.get(beta_widgets)).status_code == 200
+
+    await eventually(both_served)
+    made = await http.post(beta_widgets, json={**widget("w1"), "apiVersion": "example.com/v1beta1"})
+    assert made.status_code == 201, made.text
+    assert made.headers.get_list("warning") == ['299 - "example.com/v1beta1 Widget is deprecated"']
+    kv = await api.client.get(b"/registry/example.com/widgets/default/w1")
+    assert kv is not None and b'"apiVersion":"example.com/v1"' in kv.value
+    got = (await http.get(f"{WIDGETS}/w1")).json()
+    assert got["apiVersion"] == "example.com/v1" and got["spec"] == {"color": "red", "replicas": 1}
+    group = (await http.get("/apis/example.com")).json()
+    assert group["preferredVersion"]["version"] == "v1"
+    # Moving storage to v1beta1 records both versions as stored.
+    current = (await http.get(f"{CRDS}/widgets.example.com")).json()
+    current["spec"]["versions"][0]["storage"] = True
+    current["spec"]["versions"][1]["storage"] = False
+    moved = await http.put(f"{CRDS}/widgets.example.com", json=current)
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["status"]["storedVersions"] == ["v1", "v1beta1"]
+
+    async def stored_as_beta() -> bool:
+        answer = await http.post(WIDGETS, json=widget("w2"))
+        if answer.status_code != 201:
+            return False
+        kv = await api.client.get(b"/registry/example.com/widgets/default/w2")
+        assert kv is not None
+        if b'"apiVersion":"example.com/v1beta1"' in kv.value:
+            return True
+        await http.delete(f"{WIDGETS}/w2")
+        return False
+
+    await eventually(stored_as_beta)
