@@ -10,6 +10,7 @@ import re
 import pytest
 
 from watchcache.cli import main as cli
+from watchcache.cli import serve
 from watchcache.cli.placement import (
     EtcdServersOverride,
     PlacementError,
@@ -17,7 +18,6 @@ from watchcache.cli.placement import (
     parse_etcd_servers_overrides,
     parse_resource_names,
 )
-from watchcache.cli.serve import open_etcd_clients
 from watchcache.etcd.client import EtcdError
 
 
@@ -93,8 +93,13 @@ def test_resource_names() -> None:
 
 
 def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen = []
-    monkeypatch.setattr(cli.serve, "run", lambda options: seen.append(options) or 0)
+    seen: list[serve.ServeOptions] = []
+
+    def run(options: serve.ServeOptions) -> int:
+        seen.append(options)
+        return 0
+
+    monkeypatch.setattr(serve, "run", run)
     code = cli.main(
         [
             "serve",
@@ -148,7 +153,7 @@ def test_bad_flag_values_exit_2_with_one_clear_line(
 
 async def test_one_client_per_distinct_cluster_and_all_closed() -> None:
     async with contextlib.AsyncExitStack() as stack:
-        default, placed = await open_etcd_clients(
+        default, placed = await serve.open_etcd_clients(
             stack,
             ["http://127.0.0.1:2379", "127.0.0.1:2380"],
             {
