@@ -46,9 +46,9 @@ class Placed:
 async def placed(
     request: pytest.FixtureRequest, etcd: EtcdCluster, second_etcd: EtcdCluster
 ) -> AsyncIterator[Placed]:
-    """Events and widgets on ``second_etcd``; with ``uncached``, clients read events from
-    etcd instead of the cache."""
-    uncached = {"events"} if request.param == "uncached" else set()
+    """Events and widgets on ``second_etcd``; with ``uncached``, clients read both from
+    etcd instead of their caches."""
+    uncached = {"events", "widgets.example.com"} if request.param == "uncached" else set()
     async with EtcdClient(second_etcd.endpoints) as events_client:
         overrides = {"events": events_client, "widgets.example.com": events_client}
         async with (
@@ -220,6 +220,12 @@ async def test_a_crds_resource_is_placed_by_the_same_mapping(placed: Placed) -> 
     ) == (True, False)
     got = await http.get(f"{WIDGETS}/w1")
     assert got.json()["metadata"]["resourceVersion"] == made.json()["metadata"]["resourceVersion"]
+    # --uncached-resources names a CRD's resource before it exists, as overrides do.
+    server = placed.api.server
+    uncached = server.serves_from_etcd(server.resources["events"])
+    assert isinstance(server.readers["widgets.example.com"], EtcdReader) is uncached
+    listed = (await http.get(WIDGETS)).json()
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
 
 
 async def test_consistent_reads_wait_for_their_own_clusters_revision(placed: Placed) -> None:
