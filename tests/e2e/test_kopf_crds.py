@@ -7,11 +7,10 @@ deletion with a finalizer until its delete handler has run."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 from apiserver_fixture import RunningApiServer, running_apiserver
 from kopf_process import PEERING_CRDS, PRESERVED_STATUS, crd, kopf_operator
+from waiting import until
 
 from watchcache.etcd.process import EtcdCluster
 
@@ -37,15 +37,6 @@ WIDGET_SCHEMA["properties"]["spec"] = {
 WIDGET_CRD = crd(
     "widgets", "Widget", "example.com", "Namespaced", WIDGET_SCHEMA, status_subresource=True
 )
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not await check():
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")
 
 
 async def established(http: httpx.AsyncClient, name: str) -> bool:

@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -21,6 +21,7 @@ import kubernetes.client as k8s
 import pytest
 from apiserver_fixture import RunningApiServer
 from kopf_process import PEERING_CRDS, kopf_operator
+from waiting import until
 
 from watchcache.etcd.process import EtcdCluster, free_ports
 
@@ -310,12 +311,3 @@ async def test_two_readme_servers_and_a_peered_kopf_operator(
                 raise
     calls = [(e["event"], e["name"]) for e in map(json.loads, record.read_text().splitlines())]
     assert calls == [("create", "k1"), ("delete", "k1")]
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while not await check():
-                await asyncio.sleep(0.2)
-    except TimeoutError:
-        pytest.fail(f"timed out waiting for {what}")

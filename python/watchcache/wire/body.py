@@ -929,39 +929,29 @@ def decode_unstructured(
     if media not in UNSTRUCTURED_MEDIA_TYPES:
         raise UnsupportedMediaTypeError.accepting(UNSTRUCTURED_MEDIA_TYPES)
     context = _Context(body, False, kind, api_version)
-    yaml_errors: list[str] = []
-    try:
-        if media == YAML:
-            value, yaml_errors = _parse_yaml(body)
-        else:
-            value = _parse_json(body)
-    except ValueError as error:
-        prefix = "" if media == YAML else "couldn't get version/kind; json parse error: "
-        raise context.unrecognized(f"{prefix}{error}") from None
-    except _Fatal as error:
-        raise BadRequestError(error.message) from None
-    except RecursionError:
-        raise BadRequestError(_TOO_DEEP) from None
-    check_depth(value)
-    if not isinstance(value, dict):
-        raise context.unrecognized(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal "
-            f"{'null' if value is None else _json_kind(value)} into Go value of type {_FIND_KIND}"
-        )
+    value, yaml_errors = _parse_text(body, media, context)
     context.check_kind(_type_meta(value, "kind", context), _type_meta(value, "apiVersion", context))
     duplicates: list[str] = []
     obj = _undup(value, "", duplicates)
     strict = [f'duplicate field "{path}"' for path in duplicates]
     if prune is not None:
         strict.extend(f'unknown field "{path}"' for path in prune(obj))
+    return obj, _field_validation(field_validation, strict, yaml_errors, context)
+
+
+def _field_validation(
+    field_validation: FieldValidation, strict: list[str], yaml_errors: list[str], context: _Context
+) -> list[str]:
+    """What ``field_validation`` makes of the strict errors: nothing (Ignore), warnings
+    (Warn), or the 400 (Strict, the YAML errors first as one error)."""
     if field_validation == FieldValidation.IGNORE or not (strict or yaml_errors):
-        return obj, []
+        return []
     if field_validation == FieldValidation.STRICT:
         errors = list(strict)
         if yaml_errors:
             errors.insert(0, "yaml: unmarshal errors:\n  " + "\n  ".join(yaml_errors))
         raise BadRequestError(context.cannot_handle("strict decoding error: " + ", ".join(errors)))
-    return obj, [*yaml_errors, *strict]
+    return [*yaml_errors, *strict]
 
 
 def _undup(value: Any, path: str, duplicates: list[str]) -> Any:
@@ -1015,14 +1005,7 @@ def decode_body(
         obj, strict, yaml_errors = _decode_protobuf(body, message, context)
     else:
         obj, strict, yaml_errors = _decode_text(body, media, message, context)
-    if field_validation == FieldValidation.IGNORE or not (strict or yaml_errors):
-        return obj, []
-    if field_validation == FieldValidation.STRICT:
-        errors = list(strict)
-        if yaml_errors:
-            errors.insert(0, "yaml: unmarshal errors:\n  " + "\n  ".join(yaml_errors))
-        raise BadRequestError(context.cannot_handle("strict decoding error: " + ", ".join(errors)))
-    return obj, [*yaml_errors, *strict]
+    return obj, _field_validation(field_validation, strict, yaml_errors, context)
 
 
 class _Context:
@@ -1105,9 +1088,9 @@ def _decode_protobuf(
     return obj, strict[:_MAX_STRICT_ERRORS], []
 
 
-def _decode_text(
-    body: bytes, media: str, message: Message, context: _Context
-) -> tuple[dict[str, Any], list[str], list[str]]:
+def _parse_text(body: bytes, media: str, context: _Context) -> tuple[dict[str, Any], list[str]]:
+    """A JSON or YAML body parsed into an object (and goyaml's errors), or the 400 the
+    Go decoder gives before it knows the kind."""
     yaml_errors: list[str] = []
     try:
         if media == YAML:
@@ -1130,6 +1113,13 @@ def _decode_text(
             "couldn't get version/kind; json parse error: json: cannot unmarshal "
             f"{'null' if value is None else _json_kind(value)} into Go value of type {_FIND_KIND}"
         )
+    return value, yaml_errors
+
+
+def _decode_text(
+    body: bytes, media: str, message: Message, context: _Context
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    value, yaml_errors = _parse_text(body, media, context)
     body_kind = _type_meta(value, "kind", context)
     body_version = _type_meta(value, "apiVersion", context)
     context.check_kind(body_kind, body_version)
