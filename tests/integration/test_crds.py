@@ -113,6 +113,7 @@ async def test_a_crd_is_served_once_created_and_gone_once_deleted(
     names = await condition(http, "widgets.example.com", "NamesAccepted")
     assert (names["status"], names["reason"]) == ("True", "NoConflicts")
     group = (await http.get("/apis/example.com/v1")).json()
+    assert "apis/example.com/v1" in (await http.get("/openapi/v3")).json()["paths"]
     assert [r["name"] for r in group["resources"]] == [
         "widgets",
         "widgets/scale",
@@ -161,6 +162,11 @@ async def test_a_crd_is_served_once_created_and_gone_once_deleted(
 
     await eventually(not_served)
     assert await api.client.get(b"/registry/example.com/widgets/default/w2") is None
+    # Discovery and OpenAPI forget it too.
+    assert (await http.get("/apis/example.com")).status_code == 404
+    assert "apis/example.com/v1" not in (await http.get("/openapi/v3")).json()["paths"]
+    v2 = (await http.get("/openapi/v2")).json()
+    assert not [name for name in v2["definitions"] if "example.com" in name]
 
 
 async def test_conflicting_names_are_not_accepted(http: httpx.AsyncClient) -> None:
