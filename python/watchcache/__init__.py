@@ -8,7 +8,7 @@ code imports from ``watchcache`` and not from where a name happens to live:
 wire      ``StatusError`` and its kinds, ``ListOptions``, ``WatchOptions``, the write options
 cache     ``WatchCache``, ``Watcher``, ``WatchEvent``, ``Event``, ``EventType``, ``ObjectCodec``,
           ``ListResult``, ``BackingStore``
-etcd      ``EtcdClient``, ``EtcdStore``
+etcd      ``EtcdClient``, ``EtcdStore``, ``EtcdReader``
 sync      ``SyncedCache``
 registry  ``ResourceSpec``, ``PrinterColumn``, ``ScaleSubresource``, ``DEFAULT_RESOURCES``
 apiserver ``ApiServer``
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from watchcache.cache.watch_cache import WatchCache
     from watchcache.cache.watcher import Watcher, WatchEvent
     from watchcache.etcd.client import EtcdClient
+    from watchcache.etcd.reader import EtcdReader
     from watchcache.etcd.store import EtcdStore
     from watchcache.registry.resources import (
         DEFAULT_RESOURCES,
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "Watcher": "watchcache.cache.watcher",
     "EtcdClient": "watchcache.etcd.client",
     "EtcdStore": "watchcache.etcd.store",
+    "EtcdReader": "watchcache.etcd.reader",
     "ResourceSpec": "watchcache.registry.resources",
     "PrinterColumn": "watchcache.registry.resources",
     "ScaleSubresource": "watchcache.registry.resources",
@@ -140,6 +142,7 @@ __all__ = [
     "Cursor",
     "DeleteOptions",
     "EtcdClient",
+    "EtcdReader",
     "EtcdStore",
     "Event",
     "EventType",
