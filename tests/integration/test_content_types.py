@@ -101,3 +101,21 @@ async def test_field_validation_warns_refuses_or_ignores_and_never_stores(
     assert lenient.status_code == 200
     assert "status" not in lenient.json()
     assert lenient.headers.get_list("warning") == ['299 - "unknown field \\"status\\""']
+
+
+async def test_warnings_about_non_ascii_field_names_go_out_as_utf8(
+    api: RunningApiServer, http: httpx.AsyncClient
+) -> None:
+    """Regression (found by tests/reliability/test_fuzz_inputs.py): a Warning header whose
+    text had a character past U+00FF (an unknown field named "☃") made the write a 500,
+    and one in U+0080-U+00FF went out in Latin-1: Starlette encodes header values as
+    Latin-1. Kubernetes' NewWarningHeader sends the text's UTF-8 bytes, and the object is
+    created."""
+    made = await http.post(CM, json={"metadata": {"name": "utf8-warnings"}, "☃": 1, "é": 2})
+    assert made.status_code == 201, made.text
+    warnings = [v for k, v in made.headers.raw if k.lower() == b"warning"]
+    assert warnings == [
+        '299 - "unknown field \\"☃\\""'.encode(),
+        '299 - "unknown field \\"é\\""'.encode(),
+    ]
+    assert await api.client.get(b"/registry/configmaps/default/utf8-warnings") is not None

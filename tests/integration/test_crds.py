@@ -272,3 +272,24 @@ async def test_several_versions_share_the_objects_of_one_storage_version(
         return False
 
     await eventually(stored_as_beta)
+
+
+async def test_a_deprecation_warning_past_latin1_is_sent_in_utf8(http: httpx.AsyncClient) -> None:
+    """Regression (found by tests/reliability/test_fuzz_inputs.py): a deprecated version's
+    ``deprecationWarning`` may hold any printable UTF-8; one with a character past U+00FF
+    made every request to that version fail in Starlette's Latin-1 header encoding, after
+    the handler had run. Kubernetes sends the warning's UTF-8 bytes."""
+    crd = copy.deepcopy(WIDGET_CRD)
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update(name="v1beta1", storage=False, deprecated=True, deprecationWarning="☃ use v1")
+    crd["spec"]["versions"].append(beta)
+    assert (await http.post(CRDS, json=crd)).status_code == 201
+    await eventually(lambda: established(http, "widgets.example.com"))
+    beta_widgets = "/apis/example.com/v1beta1/namespaces/default/widgets"
+    made = await http.post(beta_widgets, json={**widget("w1"), "apiVersion": "example.com/v1beta1"})
+    assert made.status_code == 201, made.text
+    listed = await http.get(beta_widgets)
+    assert listed.status_code == 200, listed.text
+    for answer in (made, listed):
+        warnings = [v for k, v in answer.headers.raw if k.lower() == b"warning"]
+        assert warnings == ['299 - "☃ use v1"'.encode()]

@@ -521,7 +521,7 @@ class ApiServer:
             (params.get("group", ""), params.get("version", "v1"), params.get("resource", ""))
         )
         if spec is not None and spec.deprecation_warning:
-            response.headers.append("Warning", warning_header_value(spec.deprecation_warning))
+            _add_warning(response, spec.deprecation_warning)
         return response
 
     async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
@@ -850,8 +850,22 @@ def _table_request(request: Request) -> tuple[str, str] | None:
 def _json(body: bytes, status: int = 200, warnings: Sequence[str] = ()) -> Response:
     response = Response(body, status_code=status, media_type=JSON)
     for text in dict.fromkeys(warnings):
-        response.headers.append("Warning", warning_header_value(text))
+        _add_warning(response, text)
     return response
+
+
+def _add_warning(response: Response, text: str) -> None:
+    """A ``Warning`` header with ``text`` in UTF-8, as Go's server writes it. Starlette
+    encodes header values as Latin-1, which refuses any character past U+00FF (an unknown
+    field named "☃" made the write a 500 after it was stored) and would send the rest in
+    the wrong encoding: it is handed the UTF-8 bytes as Latin-1 text. A text that is not
+    Unicode (a lone surrogate) is dropped, as Kubernetes' NewWarningHeader refuses
+    invalid UTF-8 and its recorder then skips the warning."""
+    try:
+        value = warning_header_value(text).encode("utf-8").decode("latin-1")
+    except UnicodeEncodeError:
+        return
+    response.headers.append("Warning", value)
 
 
 def _document(request: Request, document: Document, cache_control: str) -> Response:
