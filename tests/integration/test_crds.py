@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
-import pytest
 from apiserver_fixture import RunningApiServer, running_apiserver
 
 from watchcache.etcd.process import EtcdCluster
@@ -296,12 +295,6 @@ async def test_a_deprecation_warning_past_latin1_is_sent_in_utf8(http: httpx.Asy
         assert warnings == ['299 - "☃ use v1"'.encode()]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the CRD controller stops serving a changed version before it starts serving the "
-    "new one (controllers/crd.py _serve: _remove, then add_resource, which waits for the new "
-    "cache's first list): every list, get and watch of the CRD's resource is a 404 meanwhile",
-)
 async def test_a_changed_crd_is_served_without_a_gap(
     api: RunningApiServer, http: httpx.AsyncClient
 ) -> None:
@@ -318,10 +311,12 @@ async def test_a_changed_crd_is_served_without_a_gap(
     adding = asyncio.Event()
     add_resource = api.server.add_resource
 
-    async def held_add_resource(spec: Any, *, timeout: float | None = 120.0) -> None:
+    async def held_add_resource(
+        spec: Any, *, timeout: float | None = 120.0, replace: bool = False
+    ) -> None:
         adding.set()
         await release.wait()
-        await add_resource(spec, timeout=timeout)
+        await add_resource(spec, timeout=timeout, replace=replace)
 
     api.server.add_resource = held_add_resource  # type: ignore[method-assign]
     try:
@@ -332,17 +327,23 @@ async def test_a_changed_crd_is_served_without_a_gap(
         await asyncio.wait_for(adding.wait(), 10)
         listed = await http.get(WIDGETS)
         assert listed.status_code == 200, listed.text
+        release.set()
+
+        attempts = iter(range(1000))
+
+        async def new_schema_served() -> bool:
+            # The old schema prunes spec.size; the new one keeps it.
+            body = {**widget(f"n{next(attempts)}"), "spec": {"color": "red", "size": 2}}
+            made = await http.post(WIDGETS, json=body)
+            return made.status_code == 201 and made.json()["spec"].get("size") == 2
+
+        await eventually(new_schema_served)
+        assert (await http.get(f"{WIDGETS}/w1")).status_code == 200
     finally:
         release.set()
         api.server.add_resource = add_resource  # type: ignore[method-assign]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the CRD controller's sync returns early for a CRD whose names are not accepted "
-    "(controllers/crd.py _sync: _stop_serving, return) and never reaches _clean_up, so the "
-    "cleanup finalizer its DELETE added is never removed and the CRD stays for ever",
-)
 async def test_a_crd_whose_names_were_never_accepted_can_be_deleted(
     http: httpx.AsyncClient,
 ) -> None:

@@ -174,6 +174,12 @@ class ApiServer:
         name = spec.served_key
         if name in self.resources:
             raise ValueError(f"the resource {name} is served already")
+        self._register(self._build(spec))
+        if not self._started:
+            self._by_path[(spec.group, spec.version, spec.name)] = spec
+
+    def _build(self, spec: ResourceSpec) -> _Served:
+        """A resource's store, cache and reader, not yet served (its cache not started)."""
         client = self.client_for(spec.storage_group_resource)
         # The store first: its codec (conversion to this version, schema defaults) is the
         # one the cache ingests with. A schema that is not structural raises here.
@@ -184,7 +190,7 @@ class ApiServer:
             garbage_collection=self.garbage_collection,
         )
         # An uncached resource keeps its cache too: the controllers follow it.
-        self.caches[name] = SyncedCache(
+        synced = SyncedCache(
             client,
             spec.prefix,
             resource=spec.name,
@@ -196,10 +202,10 @@ class ApiServer:
             support=self.support_for(client),
             **self.cache_options,
         )
-        store.cache = self.caches[name].cache
-        self.readers[name] = self.caches[name].cache
+        store.cache = synced.cache
+        reader: ResourceReader = synced.cache
         if self.serves_from_etcd(spec):
-            self.readers[name] = EtcdReader(
+            reader = EtcdReader(
                 client,
                 spec.prefix,
                 resource=spec.name,
@@ -208,10 +214,14 @@ class ApiServer:
                 api_version=spec.api_version,
                 codec=store.codec,
             )
-        self.stores[name] = store
-        self.resources[name] = spec
-        if not self._started:
-            self._by_path[(spec.group, spec.version, spec.name)] = spec
+        return _Served(spec, store, synced, reader)
+
+    def _register(self, served: _Served) -> None:
+        name = served.spec.served_key
+        self.caches[name] = served.synced
+        self.readers[name] = served.reader
+        self.stores[name] = served.store
+        self.resources[name] = served.spec
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -254,23 +264,42 @@ class ApiServer:
 
     # -- resources while serving ------------------------------------------------------------
 
-    async def add_resource(self, spec: ResourceSpec, *, timeout: float | None = 120.0) -> None:
+    async def add_resource(
+        self, spec: ResourceSpec, *, timeout: float | None = 120.0, replace: bool = False
+    ) -> None:
         """Serve ``spec`` from now on: routes, discovery and OpenAPI include it once its
-        cache has listed (at most ``timeout``), and the controllers follow it. Raises
-        ValueError when a resource with that ``served_key`` is served already, and
-        ``InvalidSchemaError`` (a ValueError) when its OpenAPI schema is not structural."""
-        self._install(spec)
+        cache has listed (at most ``timeout``), and the controllers follow it. With
+        ``replace``, a resource served under the same ``served_key`` (a CRD version whose
+        schema changed) keeps being served until the new one is ready, then gives way at
+        once. Raises ValueError when a resource with that ``served_key`` is served already
+        (without ``replace``), and ``InvalidSchemaError`` (a ValueError) when its OpenAPI
+        schema is not structural."""
         name = spec.served_key
+        old = self.resources.get(name)
+        if old is not None and not replace:
+            raise ValueError(f"the resource {name} is served already")
+        served = self._build(spec)
         if self._started:
             try:
-                await self.caches[name].start(timeout=timeout)
+                await served.synced.start(timeout=timeout)
             except BaseException:
-                await self._uninstall(name)
+                await served.synced.stop()
                 raise
-            if spec.stored_as_served:
+        old_synced = self.caches.get(name)
+        # From here to the routes' update nothing awaits: requests see the old resource
+        # or the new one, never neither.
+        if old is not None:
+            self._by_path.pop((old.group, old.version, old.name), None)
+            if old.stored_as_served:
                 for controller in self._controller_objects:
-                    controller.resource_added(spec)
+                    controller.resource_removed(old)
+        self._register(served)
         self._by_path[(spec.group, spec.version, spec.name)] = spec
+        if self._started and spec.stored_as_served:
+            for controller in self._controller_objects:
+                controller.resource_added(spec)
+        if old_synced is not None:
+            await old_synced.stop()
 
     async def remove_resource(self, served_key: str) -> ResourceSpec:
         """Stop serving a resource (its objects stay in etcd). Raises KeyError when it is
@@ -729,6 +758,16 @@ class ApiServer:
         obj = json.loads(item.value)
         terminating = (obj.get("status") or {}).get("phase") == NamespacePhase.TERMINATING
         return NamespacePhase.TERMINATING if terminating else NamespacePhase.ACTIVE
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Served:
+    """What serving one resource takes: its spec, store, cache and what reads go to."""
+
+    spec: ResourceSpec
+    store: ObjectStore
+    synced: SyncedCache
+    reader: ResourceReader
 
 
 class _StoredVersions(Mapping[str, ResourceSpec]):

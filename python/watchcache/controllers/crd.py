@@ -69,7 +69,9 @@ class ResourceHost(Protocol):
     @property
     def stores(self) -> Mapping[str, ObjectStore]: ...
 
-    async def add_resource(self, spec: ResourceSpec, *, timeout: float | None = ...) -> None: ...
+    async def add_resource(
+        self, spec: ResourceSpec, *, timeout: float | None = ..., replace: bool = ...
+    ) -> None: ...
 
     async def remove_resource(self, served_key: str) -> ResourceSpec: ...
 
@@ -127,6 +129,8 @@ class CustomResourceDefinitionController:
             return True  # the write wakes this CRD again
         if not crd_definition.is_condition_true(crd, "NamesAccepted"):
             await self._stop_serving(name)
+            if crd["metadata"].get("deletionTimestamp"):
+                await self._finalize_never_established(crd)
             return True
         await self._serve(crd)
         established = crd_definition.established_status(crd, now=_now())
@@ -177,17 +181,19 @@ class CustomResourceDefinitionController:
             for spec in served_specs(crd)
         }
         serving = self._serving.setdefault(name, {})
-        for key in [k for k, v in serving.items() if wanted.get(k) != v]:
+        for key in [k for k in serving if k not in wanted]:
             await self._remove(serving.pop(key)[0])
         terminating = bool(crd["metadata"].get("deletionTimestamp"))
         for key, entry in wanted.items():
-            if key not in serving:
+            current = serving.get(key)
+            if current != entry:
                 spec = entry[0]
-                if spec.served_key in self.host.resources:
+                if current is None and spec.served_key in self.host.resources:
                     log.warning("CRD %s: %s is served already", name, spec.served_key)
                     continue
                 try:
-                    await self.host.add_resource(spec)
+                    # A changed version is replaced in place: served until the new one is.
+                    await self.host.add_resource(spec, replace=current is not None)
                 except InvalidSchemaError as error:
                     log.warning("CRD %s: %s", name, error)
                     continue
@@ -225,7 +231,27 @@ class CustomResourceDefinitionController:
             self.queue.add_after(name, RECHECK_SECONDS)
             return True
         await self._set_terminating(crd, "InstanceDeletionCompleted", "removed all instances")
+        await self._remove_cleanup_finalizer(name)
+        return True
 
+    async def _finalize_never_established(self, crd: dict[str, Any]) -> None:
+        """A CRD whose names were never accepted has no objects served: its cleanup
+        finalizer goes at once, as the finalizer controller does for one never
+        established."""
+        if crd_definition.CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or []):
+            return
+        await self._set_condition(
+            crd,
+            {
+                "type": "Terminating",
+                "status": "False",
+                "reason": "NeverEstablished",
+                "message": "resource was never established",
+            },
+        )
+        await self._remove_cleanup_finalizer(crd["metadata"]["name"])
+
+    async def _remove_cleanup_finalizer(self, name: str) -> None:
         def without_finalizer(obj: dict[str, Any]) -> None:
             finalizers = obj["metadata"].get("finalizers") or []
             obj["metadata"]["finalizers"] = [
@@ -234,7 +260,6 @@ class CustomResourceDefinitionController:
 
         with contextlib.suppress(NotFoundError):
             await self.store.mutate("", name, without_finalizer)
-        return True
 
     async def _delete_objects(self, name: str) -> tuple[int, str]:
         """Delete every object of the CRD's storage version; how many are left (being
@@ -267,9 +292,13 @@ class CustomResourceDefinitionController:
         return remaining, ""
 
     async def _set_terminating(self, crd: dict[str, Any], reason: str, message: str) -> None:
-        """Write the ``Terminating`` condition (unless it says this already), and keep
+        await self._set_condition(
+            crd, {"type": "Terminating", "status": "True", "reason": reason, "message": message}
+        )
+
+    async def _set_condition(self, crd: dict[str, Any], condition: dict[str, str]) -> None:
+        """Write ``condition`` to the CRD's status (unless it says this already), and keep
         ``crd`` current with it."""
-        condition = {"type": "Terminating", "status": "True", "reason": reason, "message": message}
         status = crd.setdefault("status", {})
         for existing in status.get("conditions") or []:
             if isinstance(existing, dict) and all(
@@ -278,11 +307,11 @@ class CustomResourceDefinitionController:
                 return
         now = _now()
 
-        def set_terminating(obj: dict[str, Any]) -> None:
+        def set_it(obj: dict[str, Any]) -> None:
             crd_definition.set_condition(obj.setdefault("status", {}), condition, now)
 
         with contextlib.suppress(NotFoundError):
             await self.store.mutate(
-                "", crd["metadata"]["name"], set_terminating, subresource=Subresource.STATUS
+                "", crd["metadata"]["name"], set_it, subresource=Subresource.STATUS
             )
         crd_definition.set_condition(status, condition, now)
