@@ -19,7 +19,7 @@ BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
 # Extra arguments to bench/run_all.py, e.g. BENCH_ARGS="--only kep2340,pagination".
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-native clean soak fuzz-long asan-python
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-ab bench-native clean soak fuzz-long asan-python
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -116,6 +116,15 @@ bench: install etcd $(VENV)/.bench-stamp
 # to quote; about 70 minutes.
 bench-full: install etcd $(VENV)/.bench-stamp
 	$(PY) bench/run_all.py --full $(BENCH_ARGS)
+
+# A/B of the apiserver's LIST and WATCH (bench/README.md): the Python code at BASE (default:
+# the commit before issue 21's work) against the working tree's, alternating on one etcd in
+# one run, reported as same-run ratios; a few minutes. AB_ARGS adds options: --full, or
+# --callgrind for instructions per request instead of times.
+BASE ?=
+AB_ARGS ?=
+bench-ab: install etcd $(VENV)/.bench-stamp
+	$(PY) bench/ab_apiserver.py $(if $(BASE),--base $(BASE)) $(AB_ARGS)
 
 bench-native:
 	cmake --preset bench >/dev/null
