@@ -335,20 +335,10 @@ class ApiServer:
     def app(self, *, manage_lifecycle: bool = True) -> Starlette:
         """The ASGI app. With ``manage_lifecycle`` its lifespan starts and stops the caches;
         without, the caller does (e.g. when several apps share one server)."""
+        # Resource routes first: Starlette tries routes in order, and nearly every request
+        # is one of these (each route ahead of them costs every request a regex match).
+        # No resource route matches a discovery, health or OpenAPI path.
         routes = [
-            Route("/version", self._version),
-            Route("/api", self._api),
-            Route("/apis", self._apis),
-            Route("/api/v1", self._api_v1),
-            Route("/apis/{group}", self._api_group),
-            Route("/apis/{group}/{version}", self._api_group_version),
-            Route("/healthz", self._healthz),
-            Route("/livez", self._healthz),
-            Route("/readyz", self._readyz),
-            Route("/metrics", self._metrics),
-            Route("/openapi/v2", self._openapi_v2),
-            Route("/openapi/v3", self._openapi_v3_index),
-            Route("/openapi/v3/{group_version:path}", self._openapi_v3),
             Route(
                 "/api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}",
                 self._item,
@@ -389,6 +379,19 @@ class ApiServer:
             ),
             Route("/apis/{group}/{version}/{resource}/{name}", self._cluster_item, methods=_ITEM),
             Route("/apis/{group}/{version}/{resource}", self._cluster_collection, methods=_COLL),
+            Route("/version", self._version),
+            Route("/api", self._api),
+            Route("/apis", self._apis),
+            Route("/api/v1", self._api_v1),
+            Route("/apis/{group}", self._api_group),
+            Route("/apis/{group}/{version}", self._api_group_version),
+            Route("/healthz", self._healthz),
+            Route("/livez", self._healthz),
+            Route("/readyz", self._readyz),
+            Route("/metrics", self._metrics),
+            Route("/openapi/v2", self._openapi_v2),
+            Route("/openapi/v3", self._openapi_v3_index),
+            Route("/openapi/v3/{group_version:path}", self._openapi_v3),
         ]
         return Starlette(
             routes=routes,

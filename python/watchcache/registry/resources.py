@@ -142,6 +142,16 @@ class ResourceSpec:
     storage_group: str | None = None
     conversion: VersionConversion | None = field(default=None, compare=False, hash=False)
     cached: bool = True
+    # Computed once: every request looks its resource's store and cache up by it.
+    _served_key: str = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        key = (
+            self.group_resource
+            if self.stored_as_served
+            else f"{self.name}.{self.version}.{self.group}"
+        )
+        object.__setattr__(self, "_served_key", key)
 
     @property
     def api_version(self) -> str:
@@ -182,9 +192,7 @@ class ResourceSpec:
         are stored in, ``<resource>.<version>.<group>`` for other versions of the same
         objects (a CRD's, ``events.v1.events.k8s.io``): controllers follow only the
         storage version, so they see each object once."""
-        if self.stored_as_served:
-            return self.group_resource
-        return f"{self.name}.{self.version}.{self.group}"
+        return self._served_key
 
     @property
     def api_root(self) -> str:
