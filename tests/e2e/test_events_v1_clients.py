@@ -38,6 +38,11 @@ async def ensure_namespace(http: httpx.AsyncClient) -> None:
     assert made.status_code in (201, 409), made.text
 
 
+def named(event: k8s.EventsV1Event) -> str | None:
+    assert event.metadata is not None
+    return event.metadata.name
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> str:
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -78,10 +83,11 @@ async def test_the_python_client_writes_and_lists_events_k8s_io_events(
     listed = await call(
         events_v1.list_namespaced_event, NAMESPACE, _request_timeout=REQUEST_TIMEOUT
     )
-    by_name = {e.metadata.name: e for e in listed.items}
+    by_name = {named(e): e for e in listed.items}
     assert set(by_name) >= {"from-v1", "from-core"}
     assert by_name["from-core"].note == "written through core/v1"
-    assert by_name["from-core"].regarding.name == "web"
+    regarding = by_name["from-core"].regarding
+    assert regarding is not None and regarding.name == "web"
     assert by_name["from-core"].reporting_controller == "example.com/e2e"
     selected = await call(
         events_v1.list_namespaced_event,
@@ -89,7 +95,7 @@ async def test_the_python_client_writes_and_lists_events_k8s_io_events(
         field_selector="reportingController=example.com/e2e,type=Warning",
         _request_timeout=REQUEST_TIMEOUT,
     )
-    assert [e.metadata.name for e in selected.items] == ["from-core"]
+    assert [named(e) for e in selected.items] == ["from-core"]
 
     read = await call(
         core_v1.read_namespaced_event, "from-v1", NAMESPACE, _request_timeout=REQUEST_TIMEOUT

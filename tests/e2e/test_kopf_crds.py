@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -68,7 +69,7 @@ async def test_peered_operators_on_two_servers_handle_a_custom_kind_once(
         assert answer.status_code in (201, 409), answer.text
         name = definition["metadata"]["name"]
         for server in (http, second):
-            await until(lambda s=server, n=name: established(s, n), f"{name} established")
+            await until(functools.partial(established, server, name), f"{name} established")
     peering = {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": {"name": "e2e"}}
     answer = await http.post(PEERINGS, json=peering)
     assert answer.status_code in (201, 409), answer.text

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import kubernetes.client as k8s
@@ -96,26 +97,38 @@ def custom_objects(url: str) -> Iterator[k8s.CustomObjectsApi]:
         yield k8s.CustomObjectsApi(client)
 
 
+def as_object(answer: object) -> dict[str, Any]:
+    """CustomObjectsApi answers are typed ``object``; they are decoded JSON objects."""
+    assert isinstance(answer, dict)
+    return answer
+
+
 def exercise_custom_objects(api: k8s.CustomObjectsApi) -> None:
     """What a controller written with the official client does with a custom kind."""
     group, version, namespace, plural = "example.com", "v1", "default", "widgets"
-    made = api.create_namespaced_custom_object(group, version, namespace, plural, WIDGET)
+    made = as_object(api.create_namespaced_custom_object(group, version, namespace, plural, WIDGET))
     assert made["spec"] == {"color": "red", "replicas": 1}  # the schema's default
     blue = {**copy.deepcopy(WIDGET), "metadata": {"name": "w2"}, "spec": {"color": "blue"}}
     api.create_namespaced_custom_object(group, version, namespace, plural, blue)
-    listed = api.list_namespaced_custom_object(
-        group, version, namespace, plural, field_selector="spec.color=blue"
+    listed = as_object(
+        api.list_namespaced_custom_object(
+            group, version, namespace, plural, field_selector="spec.color=blue"
+        )
     )
     assert [i["metadata"]["name"] for i in listed["items"]] == ["w2"]
-    status = api.patch_namespaced_custom_object_status(
-        group, version, namespace, plural, "w1", {"status": {"replicas": 1}}
+    status = as_object(
+        api.patch_namespaced_custom_object_status(
+            group, version, namespace, plural, "w1", {"status": {"replicas": 1}}
+        )
     )
     assert status["status"] == {"replicas": 1}
-    scaled = api.patch_namespaced_custom_object_scale(
-        group, version, namespace, plural, "w1", {"spec": {"replicas": 3}}
+    scaled = as_object(
+        api.patch_namespaced_custom_object_scale(
+            group, version, namespace, plural, "w1", {"spec": {"replicas": 3}}
+        )
     )
     assert scaled["spec"]["replicas"] == 3 and scaled["status"]["replicas"] == 1
-    got = api.get_namespaced_custom_object(group, version, namespace, plural, "w1")
+    got = as_object(api.get_namespaced_custom_object(group, version, namespace, plural, "w1"))
     assert got["spec"]["replicas"] == 3
     with pytest.raises(k8s.ApiException) as refused:
         api.create_namespaced_custom_object(
@@ -128,7 +141,7 @@ def exercise_custom_objects(api: k8s.CustomObjectsApi) -> None:
     )
     for name in ("w1", "w2"):
         api.delete_namespaced_custom_object(group, version, namespace, plural, name)
-    left = api.list_namespaced_custom_object(group, version, namespace, plural)
+    left = as_object(api.list_namespaced_custom_object(group, version, namespace, plural))
     assert left["items"] == []
 
 
@@ -216,6 +229,7 @@ async def test_the_official_client_on_a_crd_defined_kind(
             },
         }
     )
+    assert crd is not None
     configuration = k8s.Configuration()
     configuration.host = api.url
     with k8s.ApiClient(configuration) as client:
@@ -224,10 +238,8 @@ async def test_the_official_client_on_a_crd_defined_kind(
 
         def established() -> bool:
             got = extensions.read_custom_resource_definition("widgets.example.com")
-            return any(
-                c.type == "Established" and c.status == "True"
-                for c in (got.status.conditions or [])
-            )
+            conditions = (got.status.conditions if got.status else None) or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
 
         for _ in range(100):
             if await asyncio.to_thread(established):

@@ -32,6 +32,7 @@ it, and ``WATCHCACHE_FUZZ_SEED=<seed>`` replays that run. A failure also prints
 hypothesis' ``@reproduce_failure`` blob (and, for the CRD lifecycle test, which does not
 shrink, every request and answer of the failing example).
 """
+
 from __future__ import annotations
 
 import asyncio

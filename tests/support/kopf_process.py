@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-PRESERVED_STATUS = {
+PRESERVED_STATUS: dict[str, Any] = {
     "type": "object",
     "properties": {"status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
 }
