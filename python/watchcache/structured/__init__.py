@@ -1,0 +1,1 @@
+"""Structured merge: the field sets, typed merges and field ownership of server-side apply."""
