@@ -56,6 +56,22 @@ list and ``{}`` for a map with string keys. ``goType`` is the field's Go type as
 (no protobuf field), ``h`` hidden from JSON (``json:"-"``). Fields are in Go declaration
 order, which is the order ``json.Marshal`` writes them. No comments or descriptions are
 carried over.
+
+Markers. After ``messages`` comes ``"markers": {"<message>": {"type": {...}, "fields":
+{"<goName>": {...}}}}`` (only messages and fields that have any; fields by Go name, which
+is unique in a struct while JSON names are empty for inline members): the merge facts
+Kubernetes' OpenAPI generator (kube-openapi's openapi-gen) publishes as ``x-kubernetes-*``
+extensions and server-side apply merges by. Per field, from the doc comment right above
+it (gengo's comment tags: a ``+name=value`` line; no blank line between comment and
+field): ``listType`` (atomic, set, map), ``listMapKey`` (a list, in order), ``mapType``,
+``structType``, ``patchStrategy`` and ``patchMergeKey`` (openapi-gen refuses a member
+whose comment tags and struct tags differ, so does this), and ``default``: the
+``+default=`` value as JSON, found on the member or else on its Go type (through pointers
+and named non-struct types, as openapi-gen looks), ``ref(Constant)`` resolved to the
+constant's value. Per type, from the doc comment above ``type X struct``: ``structType``
+and ``mapType`` (both become the type's ``x-kubernetes-map-type``). The zero-value
+defaults openapi-gen adds to every non-pointer field are not recorded: they follow from
+the flags above (``registry.apply_types`` derives them).
 """
 
 from __future__ import annotations
@@ -262,6 +278,11 @@ class GoField:
     proto_name: str | None
     proto_number: int | None
     unparsed: bool = False
+    #: The field's doc comment, ``//`` removed, as gengo hands it to openapi-gen.
+    comments: tuple[str, ...] = ()
+    #: The ``patchStrategy`` and ``patchMergeKey`` struct tags ("" when absent).
+    patch_strategy: str = ""
+    patch_merge_key: str = ""
 
 
 @dataclass
@@ -271,6 +292,10 @@ class GoPackage:
     imports: dict[str, str] = field(default_factory=dict)  # alias → import path
     structs: dict[str, list[GoField]] = field(default_factory=dict)
     named: dict[str, str] = field(default_factory=dict)  # type name → underlying expression
+    #: Type name → its doc comment (``//`` removed), for type-level markers and defaults.
+    type_comments: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Constant name → its Go literal (for ``+default=ref(Name)``).
+    consts: dict[str, str] = field(default_factory=dict)
 
 
 _TAG = re.compile(r'(\w+):"((?:[^"\\]|\\.)*)"')
@@ -315,9 +340,16 @@ def parse_go_file(text: str, package: GoPackage) -> None:
         path = match[2]
         alias = (match[1] or "").strip() or path.rsplit("/", 1)[-1]
         package.imports[alias] = path
+    parse_consts(text, package)
     index = 0
+    # The comment lines right above the current line (a Go doc comment: no blank line).
+    doc: list[str] = []
     while index < len(lines):
         line = lines[index]
+        if line.startswith("//"):
+            doc.append(line[2:])
+            index += 1
+            continue
         struct = re.match(r"^type (\w+) struct \{\s*$", line)
         if struct:
             body: list[str] = []
@@ -326,20 +358,48 @@ def parse_go_file(text: str, package: GoPackage) -> None:
                 body.append(lines[index])
                 index += 1
             package.structs[struct[1]] = parse_struct_body(struct[1], body)
+            package.type_comments[struct[1]] = tuple(doc)
         elif re.match(r"^type (\w+) struct\{\}", line) or re.match(r"^type \w+ struct \{\}", line):
             package.structs[line.split()[1]] = []
+            package.type_comments[line.split()[1]] = tuple(doc)
         else:
             named = re.match(r"^type (\w+) ([^{=]+?)\s*(//.*)?$", line)
             if named and named[2] != "interface":
                 package.named[named[1]] = named[2].strip()
+                package.type_comments[named[1]] = tuple(doc)
+        doc = []
         index += 1
+
+
+_CONST_LINE = re.compile(
+    r"^\s*(\w+)(?:\s+[\w.]+)?\s*=\s*(\"(?:[^\"\\]|\\.)*\"|-?\d+(?:\.\d+)?|true|false)\s*(?://.*)?$"
+)
+
+
+def parse_consts(text: str, package: GoPackage) -> None:
+    """Constants with a literal value (``ProtocolTCP Protocol = "TCP"``), in ``const (...)``
+    blocks and single ``const`` lines; others (iota, expressions) are not needed."""
+    for match in re.finditer(r"^const \(\n(.*?)^\)", text, flags=re.M | re.S):
+        for line in match[1].splitlines():
+            const = _CONST_LINE.match(line)
+            if const:
+                package.consts[const[1]] = const[2]
+    for match in re.finditer(r"^const (.*)$", text, flags=re.M):
+        const = _CONST_LINE.match(match[1])
+        if const:
+            package.consts[const[1]] = const[2]
 
 
 def parse_struct_body(struct_name: str, body: list[str]) -> list[GoField]:
     fields: list[GoField] = []
+    doc: list[str] = []
     for raw in body:
         line = raw.strip()
-        if not line or line.startswith("//"):
+        if line.startswith("//"):
+            doc.append(line[2:])
+            continue
+        comments, doc = tuple(doc), []
+        if not line:
             continue
         tags = ""
         tag_match = re.search(r"`([^`]*)`\s*(//.*)?$", line)
@@ -377,9 +437,43 @@ def parse_struct_body(struct_name: str, body: list[str]) -> list[GoField]:
                 go_name = name or gotype.lstrip("*").rsplit(".", 1)[-1]
                 proto_name = go_name[0].lower() + go_name[1:]
         fields.append(
-            GoField(name, gotype, embedded, json_name, json_options, proto_name, proto_number)
+            GoField(
+                name,
+                gotype,
+                embedded,
+                json_name,
+                json_options,
+                proto_name,
+                proto_number,
+                comments=comments,
+                patch_strategy=tag_values.get("patchStrategy", ""),
+                patch_merge_key=tag_values.get("patchMergeKey", ""),
+            )
         )
     return fields
+
+
+# ---------------------------------------------------------------------------------------
+# Markers (what openapi-gen turns into x-kubernetes-* extensions)
+
+# Comment tags recorded per field, and per type; openapi-gen's tagToExtension.
+FIELD_TAGS = ("listType", "listMapKey", "mapType", "structType", "patchStrategy",
+              "patchMergeKey")  # fmt: skip
+TYPE_TAGS = ("structType", "mapType")
+
+
+def comment_tags(comments: tuple[str, ...]) -> dict[str, list[str]]:
+    """``+name=value`` lines of a doc comment, as gengo's ExtractCommentTags reads them: a
+    line (trimmed) starting with ``+``; the name ends at the first ``=``; no ``=``, no
+    value. Repeated names collect their values in order."""
+    out: dict[str, list[str]] = {}
+    for raw in comments:
+        line = raw.strip(" ")
+        if not line.startswith("+"):
+            continue
+        name, _, value = line[1:].partition("=")
+        out.setdefault(name, []).append(value)
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -394,6 +488,7 @@ class Generator:
         self.proto_package_of_dir: dict[tuple[str, str], str] = {}
         self.messages: dict[str, dict[str, object]] = {}
         self.kinds: dict[str, str] = {}
+        self.markers: dict[str, dict[str, object]] = {}
 
     def load(self) -> None:
         for repo_key, directory, proto_package, _go_name, _group in PACKAGES:
@@ -528,6 +623,7 @@ class Generator:
             raise SystemExit(f"no Go struct for {message}")
         by_proto_name = {pf.name: pf for pf in proto_fields}
         used: set[str] = set()
+        field_markers: dict[str, dict[str, object]] = {}
         for gf in go_fields:
             if gf.unparsed:
                 raise SystemExit(f"{message}: unparsed Go field {gf.name!r}")
@@ -537,6 +633,17 @@ class Generator:
             if gf.proto_name:
                 used.add(gf.proto_name)
             out_fields.append(entry)
+            found = self.field_markers(go_pkg, f"{message}.{entry[2]}", gf)
+            if found and not (gf.embedded and "i" in str(entry[6])):
+                field_markers[str(entry[2])] = found
+        type_markers = self.type_markers(pkg, short, message)
+        if field_markers or type_markers:
+            record: dict[str, object] = {}
+            if type_markers:
+                record["type"] = type_markers
+            if field_markers:
+                record["fields"] = field_markers
+            self.markers[message] = record
         missing = set(by_proto_name) - used
         if missing:
             raise SystemExit(f"{message}: protobuf fields without Go field: {sorted(missing)}")
@@ -595,6 +702,82 @@ class Generator:
         self.check_shape(pkg, message, go_name, expr, pf)
         return [json_name, pf.number, go_name, ftype, gotype, elem_gotype, flags]
 
+    # Markers ------------------------------------------------------------------------------
+
+    def field_markers(self, pkg: GoPackage, where: str, gf: GoField) -> dict[str, object]:
+        """The member's openapi-gen tags and its ``+default`` (see the module note)."""
+        tags = comment_tags(gf.comments)
+        out: dict[str, object] = {}
+        for name in FIELD_TAGS:
+            values = tags.get(name)
+            if values is None:
+                continue
+            if name == "listMapKey":
+                out[name] = values
+            elif len(values) != 1 or not values[0]:
+                raise SystemExit(f"{where}: +{name} needs exactly one value, got {values}")
+            else:
+                out[name] = values[0]
+        # openapi-gen refuses a member whose patch comment tags and struct tags differ.
+        for name, struct_tag in (
+            ("patchStrategy", gf.patch_strategy),
+            ("patchMergeKey", gf.patch_merge_key),
+        ):
+            if out.get(name, "") != struct_tag:
+                raise SystemExit(
+                    f"{where}: +{name}={out.get(name, '')!r} but struct tag {struct_tag!r}"
+                )
+        default = self.default_of(pkg, where, gf)
+        if default is not None:
+            out["default"] = default
+        return out
+
+    def type_markers(self, pkg: GoPackage, short: str, where: str) -> dict[str, object]:
+        tags = comment_tags(pkg.type_comments.get(short, ()))
+        out: dict[str, object] = {}
+        for name in TYPE_TAGS:
+            values = tags.get(name)
+            if values is None:
+                continue
+            if len(values) != 1 or not values[0]:
+                raise SystemExit(f"{where}: +{name} needs exactly one value, got {values}")
+            out[name] = values[0]
+        return out
+
+    def default_of(self, pkg: GoPackage, where: str, gf: GoField) -> object:
+        """A member's ``+default`` as openapi-gen finds it: on the member, else on its type,
+        following pointers and named non-struct types (``type Protocol string``). The value
+        is JSON, or ``ref(Constant)``: that constant's value."""
+        values = comment_tags(gf.comments).get("default")
+        owner, expr = pkg, gf.type
+        while not values:
+            expr = expr.lstrip("*")
+            if expr.startswith(("[]", "map[")) or expr in GO_BUILTINS:
+                return None
+            owner, name = self.resolve_ident(owner, expr)
+            values = comment_tags(owner.type_comments.get(name, ())).get("default")
+            if values or name in owner.structs or name not in owner.named:
+                break
+            expr = owner.named[name]
+            if self.underlying(owner, expr)[1] in self.underlying(owner, expr)[0].structs:
+                break  # a struct under another name: gengo sees a struct, not an alias
+        if not values:
+            return None
+        if len(values) != 1:
+            raise SystemExit(f"{where}: +default given {len(values)} times")
+        text = values[0]
+        symbol = re.fullmatch(r"ref\(([^\"]+)\)", text)
+        if symbol:
+            const_pkg, const_name = self.resolve_ident(owner, symbol[1])
+            literal = const_pkg.consts.get(const_name)
+            if literal is None:
+                raise SystemExit(f"{where}: +default={text}: no such constant")
+            text = literal
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise SystemExit(f"{where}: +default={text} is not JSON") from None
+
     def json_only_type(self, pkg: GoPackage, expr: str) -> str:
         owner, under = self.underlying(pkg, expr)
         if under in ("string", "bool", "int32", "int64"):
@@ -651,6 +834,7 @@ class Generator:
             },
             "kinds": dict(sorted(self.kinds.items())),
             "messages": dict(sorted(self.messages.items())),
+            "markers": dict(sorted(self.markers.items())),
         }
 
 
@@ -710,6 +894,12 @@ def main(argv: list[str] | None = None) -> int:
     for index, (name, message) in enumerate(items):
         comma = "," if index < len(items) - 1 else ""
         lines.append(f"{json.dumps(name)}: {json.dumps(message, separators=(',', ':'))}{comma}")
+    lines.append("},")
+    lines.append('"markers": {')
+    marked = list(data["markers"].items())  # type: ignore[attr-defined]
+    for index, (name, record) in enumerate(marked):
+        comma = "," if index < len(marked) - 1 else ""
+        lines.append(f"{json.dumps(name)}: {json.dumps(record, separators=(',', ':'))}{comma}")
     lines.append("}}")
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{args.out}: {len(items)} messages, {len(data['kinds'])} kinds", file=sys.stderr)  # type: ignore[arg-type]

@@ -12,6 +12,14 @@ use, into :class:`Message` and :class:`Field` objects whose lookup tables are bu
 so the decoders (``wire.protobuf``, ``wire.body``) never parse names or search lists per
 request: a field is one dict lookup by number or by JSON name.
 
+The file also carries the merge markers Kubernetes' OpenAPI generator publishes as
+``x-kubernetes-*`` extensions (its ``markers`` section): per field ``+listType``,
+``+listMapKey``, ``+mapType``/``+structType``, the ``patchStrategy``/``patchMergeKey``
+struct tags and ``+default`` (resolved to its JSON value); per message ``+structType`` and
+``+mapType``. They are set on :class:`Field` and :class:`Message` (empty when absent) and
+read by ``registry.apply_types`` (server-side apply's type model) and
+``apiserver.openapi_schemas`` (what kubectl reads).
+
 Invariants: every message a field refers to exists (the generator checks); a message's
 ``fields`` are in Go declaration order, the order ``json.Marshal`` writes them; ``by_json``
 includes the fields promoted from ``,inline`` embedded structs, as Go's ``encoding/json``
@@ -28,7 +36,7 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "BOOL",
@@ -105,6 +113,21 @@ class Field:
     varint: bool = False  # BOOL, INT32 or INT64: one element is a varint on the wire
     #: A member of a WRAPPERS message: paths through it name the wrapper, not the member.
     transparent: bool = False
+    #: Kubernetes' markers on the field (see the module note); "" or () when absent.
+    list_type: str = ""  # +listType: atomic, set or map
+    list_map_keys: tuple[str, ...] = ()  # +listMapKey, in declaration order
+    map_type: str = ""  # +mapType: atomic or granular
+    struct_type: str = ""  # +structType on the member: atomic or granular
+    patch_strategy: str = ""  # patchStrategy struct tag: merge, retainKeys, merge,retainKeys
+    patch_merge_key: str = ""  # patchMergeKey struct tag
+    #: ``+default`` (on the field or its Go type), as JSON; None when there is none.
+    default: Any = None
+
+    @property
+    def openapi_map_type(self) -> str:
+        """What Kubernetes publishes as the field's ``x-kubernetes-map-type`` ("" none):
+        ``+mapType`` and ``+structType`` both become it."""
+        return self.map_type or self.struct_type
 
     @property
     def json_only(self) -> bool:
@@ -132,6 +155,14 @@ class Message:
     by_number: dict[int, Field] = field(default_factory=dict)
     #: JSON name → field, inline embedded structs' fields promoted.
     by_json: dict[str, Field] = field(default_factory=dict)
+    #: ``+structType`` / ``+mapType`` on the Go type ("" when absent).
+    struct_type: str = ""
+    map_type: str = ""
+
+    @property
+    def openapi_map_type(self) -> str:
+        """The type's ``x-kubernetes-map-type`` as Kubernetes publishes it ("" none)."""
+        return self.map_type or self.struct_type
 
     @property
     def go_name(self) -> str:
@@ -206,6 +237,44 @@ def _promote(message: Message, resolving: frozenset[str] = frozenset()) -> dict[
     return out
 
 
+_FIELD_MARKERS: Final = {
+    "listType": "list_type",
+    "mapType": "map_type",
+    "structType": "struct_type",
+    "patchStrategy": "patch_strategy",
+    "patchMergeKey": "patch_merge_key",
+}
+
+
+def _apply_markers(messages: dict[str, Message], markers: dict[str, Any]) -> None:
+    """Set the ``markers`` section on the messages and fields it names (by Go name)."""
+    for name, record in markers.items():
+        message = messages.get(name)
+        if message is None:
+            raise ValueError(f"markers for unknown message {name!r}")
+        for tag, value in record.get("type", {}).items():
+            if tag == "structType":
+                message.struct_type = str(value)
+            elif tag == "mapType":
+                message.map_type = str(value)
+            else:
+                raise ValueError(f"{name}: unknown type marker {tag!r}")
+        by_go = {fld.go_name: fld for fld in message.fields}
+        for go_name, tags in record.get("fields", {}).items():
+            fld = by_go.get(go_name)
+            if fld is None:
+                raise ValueError(f"markers for unknown field {name}.{go_name}")
+            for tag, value in tags.items():
+                if tag in _FIELD_MARKERS:
+                    setattr(fld, _FIELD_MARKERS[tag], str(value))
+                elif tag == "listMapKey":
+                    fld.list_map_keys = tuple(str(key) for key in value)
+                elif tag == "default":
+                    fld.default = value
+                else:
+                    raise ValueError(f"{name}.{go_name}: unknown marker {tag!r}")
+
+
 @functools.cache
 def load(path: Path = SCHEMA_FILE) -> Schema:
     """The schema (read and indexed once per process)."""
@@ -226,6 +295,7 @@ def load(path: Path = SCHEMA_FILE) -> Schema:
             fld.transparent = transparent
     for message in messages.values():
         message.by_json = _promote(message)
+    _apply_markers(messages, raw.get("markers", {}))
     kinds: dict[tuple[str, str], Message] = {}
     for key, name in raw["kinds"].items():
         api_version, _, kind = key.rpartition("/")
