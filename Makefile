@@ -29,7 +29,7 @@ run: install etcd
 demo: install
 	$(PY) -m watchcache demo
 
-test: install etcd kubectl test-cpp test-python lint
+test: install etcd kubectl smd-reference test-cpp test-python lint
 
 $(VENV)/.deps-stamp: Makefile pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ etcd:
 # that drive the apiserver with a real client; the host's kubectl, if any, is not used.
 kubectl:
 	./scripts/install-kubectl.sh >/dev/null
+
+# The reference implementation of server-side apply for tests/differential: Debian bookworm's
+# structured-merge-diff v4.1.2 source and Go 1.19, unpacked under .deps/smd-reference/ without
+# touching the host's apt state; our harness is rebuilt only when its Go source changed.
+.PHONY: smd-reference
+smd-reference:
+	./scripts/install-smd-reference.sh >/dev/null
 
 # Regenerates the committed etcd v3 protobuf modules under python/watchcache/etcd/proto.
 protos: venv
@@ -71,7 +78,7 @@ test-tsan:
 	cmake --build --preset tsan
 	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
 
-test-python: install etcd kubectl
+test-python: install etcd kubectl smd-reference
 	$(PY) -m pytest
 
 # The long reliability run (tests/reliability/README.md): SOAK_MINUTES of random traffic
