@@ -33,6 +33,7 @@ from watchcache.registry.resources import (
     SECRETS,
     ResourceSpec,
 )
+from watchcache.wire import schema as wire_schema
 from watchcache.wire.openapi_v2_pb import encode_document
 
 CORE = (CONFIGMAPS, SECRETS, PODS, NAMESPACES)
@@ -217,6 +218,60 @@ def test_types_formats_and_extensions(docs: OpenAPIDocuments) -> None:
     definitions = v2(docs)["definitions"]
     assert definitions["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["type"] == "string"
     assert definitions["io.k8s.apimachinery.pkg.api.resource.Quantity"] == {"type": "string"}
+
+
+def test_kubernetes_markers_are_published(docs: OpenAPIDocuments) -> None:
+    """The list, map and struct types Kubernetes declares (wire.schema's markers), on the
+    same fields and types as its own documents, in v3 and v2."""
+    schemas = v3(docs)["components"]["schemas"]
+    meta = schemas[META + "ObjectMeta"]["properties"]
+    assert meta["finalizers"]["x-kubernetes-list-type"] == "set"
+    assert meta["ownerReferences"]["x-kubernetes-list-type"] == "map"
+    assert meta["ownerReferences"]["x-kubernetes-list-map-keys"] == ["uid"]
+    assert meta["managedFields"]["x-kubernetes-list-type"] == "atomic"
+    assert "x-kubernetes-map-type" not in meta["labels"]
+    assert schemas[META + "OwnerReference"]["x-kubernetes-map-type"] == "atomic"
+    assert schemas[V1 + "LocalObjectReference"]["x-kubernetes-map-type"] == "atomic"
+    assert "x-kubernetes-map-type" not in schemas[V1 + "PodSpec"]
+    spec = schemas[V1 + "PodSpec"]["properties"]
+    assert spec["nodeSelector"]["x-kubernetes-map-type"] == "atomic"
+    assert spec["tolerations"]["x-kubernetes-list-type"] == "atomic"
+    assert spec["topologySpreadConstraints"]["x-kubernetes-list-map-keys"] == [
+        "topologyKey",
+        "whenUnsatisfiable",
+    ]
+    assert spec["resourceClaims"]["x-kubernetes-patch-strategy"] == "merge,retainKeys"
+    assert spec["containers"]["x-kubernetes-list-map-keys"] == ["name"]
+    # Lists the server's strategic merge replaces carry no patch strategy (kubectl would
+    # otherwise send merge directives for them), whatever Kubernetes declares elsewhere.
+    assert "x-kubernetes-patch-strategy" not in spec["tolerations"]
+    definitions = v2(docs)["definitions"]
+    assert definitions[V1 + "LocalObjectReference"]["x-kubernetes-map-type"] == "atomic"
+    assert definitions[V1 + "PodSpec"]["properties"]["imagePullSecrets"]["items"] == {
+        "$ref": "#/definitions/" + V1 + "LocalObjectReference"
+    }
+    assert definitions[V1 + "Container"]["properties"]["ports"]["x-kubernetes-list-type"] == "map"
+
+
+def test_the_servers_merge_keys_are_kubernetes_ones() -> None:
+    """registry.patch.MERGE_KEYS names each list with the strategy and key Kubernetes
+    declares on it (the patchStrategy/patchMergeKey struct tags)."""
+    schema = wire_schema.load()
+    roots = {kind: schema.kind("v1", kind) for kind in MERGE_KEYS}
+    checked = 0
+    for kind, paths in MERGE_KEYS.items():
+        for path, key in paths.items():
+            message = roots[kind]
+            fld = None
+            for step in path.split("."):
+                assert message is not None, path
+                fld = message.by_json[step.removesuffix("[]")]
+                message = fld.message
+            assert fld is not None
+            assert fld.patch_strategy.startswith("merge"), (kind, path)
+            assert (fld.patch_merge_key or None) == key, (kind, path)
+            checked += 1
+    assert checked >= 20
 
 
 def test_required_fields_are_kubernetes_ones(docs: OpenAPIDocuments) -> None:

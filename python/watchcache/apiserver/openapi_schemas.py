@@ -17,10 +17,15 @@ structs: a field is required unless it is ``omitempty`` (or ``omitzero``) or mar
 ``+optional`` — the schema does not carry ``+optional``, so the few fields marked so
 without ``omitempty`` are listed here; for the served kinds this gives exactly what
 Kubernetes publishes (``containers`` of PodSpec, ``name`` of Container, ``items`` of lists).
-The strategic-merge facts are the server's own: ``registry.patch.MERGE_KEYS`` gives
-``x-kubernetes-patch-strategy``/``-patch-merge-key`` (kubectl's client-side apply computes
-its patches from them, so they must say what our patch code does); ``retainKeys`` and the
-``x-kubernetes-list-type``/``-list-map-keys`` of the served kinds are listed below. A CRD's
+The strategic-merge facts are the server's own: ``registry.patch.MERGE_KEYS`` says which
+lists get ``x-kubernetes-patch-strategy``/``-patch-merge-key`` (kubectl's client-side apply
+computes its patches from them, so they must say what our patch code does), with the
+strategy Kubernetes declares for that field (``merge,retainKeys`` for a pod's volumes). The
+other markers are Kubernetes' own, as the schema's generator recorded them from the Go
+sources: ``x-kubernetes-list-type``/``-list-map-keys`` and ``x-kubernetes-map-type`` on
+fields (``+listType``, ``+listMapKey``, ``+mapType``, ``+structType``) and the map type of
+struct types (``+structType=atomic`` on LocalObjectReference); server-side apply merges by
+the same markers (``registry.apply_types``). A CRD's
 own ``openAPIV3Schema`` (``ResourceSpec.openapi_schema``, when present) replaces the built-in
 schema, with ``apiVersion``, ``kind`` and ``metadata`` (ObjectMeta) filled in as Kubernetes
 does. We have no descriptions and do not copy Kubernetes' texts, so there are none.
@@ -142,35 +147,6 @@ _OPTIONAL: Final = frozenset(
     }
 )
 
-#: Struct-tag facts of the served kinds beyond MERGE_KEYS, as (message, JSON name) →
-#: extensions: ``patchStrategy:"merge,retainKeys"`` (our patch code honours
-#: ``$retainKeys``), and the ``+listType``/``+listMapKey``/``+mapType`` markers.
-_FIELD_EXTENSIONS: Final[Mapping[tuple[str, str], Mapping[str, JSON]]] = {
-    ("k8s.io.api.core.v1.PodSpec", "volumes"): {"x-kubernetes-patch-strategy": "merge,retainKeys"},
-    ("k8s.io.api.core.v1.PodSpec", "resourceClaims"): {
-        "x-kubernetes-patch-strategy": "merge,retainKeys",
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["name"],
-    },
-    ("k8s.io.api.core.v1.PodSpec", "schedulingGates"): {
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["name"],
-    },
-    ("k8s.io.api.core.v1.PodSpec", "topologySpreadConstraints"): {
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["topologyKey", "whenUnsatisfiable"],
-    },
-    ("k8s.io.api.core.v1.PodSpec", "nodeSelector"): {"x-kubernetes-map-type": "atomic"},
-    ("k8s.io.api.core.v1.Container", "ports"): {
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
-    },
-    ("k8s.io.api.core.v1.ResourceRequirements", "claims"): {
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-list-map-keys": ["name"],
-    },
-}
-
 
 def component_name(message_name: str) -> str:
     """Kubernetes' OpenAPI name of a schema message: the Go package path with its domain
@@ -257,7 +233,10 @@ def _merge_extensions() -> Mapping[tuple[str, str], Mapping[str, JSON]]:
                     break
                 if i == len(steps) - 1:
                     entry = out.setdefault((_owner(message, name), name), {})
-                    entry["x-kubernetes-patch-strategy"] = "merge"
+                    # Kubernetes' own strategy when it merges (keeps retainKeys).
+                    declared = fld.patch_strategy
+                    strategy = declared if declared.startswith("merge") else "merge"
+                    entry["x-kubernetes-patch-strategy"] = strategy
                     if key is not None:
                         entry["x-kubernetes-patch-merge-key"] = key
                 message = fld.message
@@ -277,6 +256,19 @@ def _element(fld: Field) -> Schema:
     return dict(_SCALARS[fld.kind])
 
 
+def _marker_extensions(fld: Field) -> dict[str, JSON]:
+    """The field's ``x-kubernetes-list-type``/``-list-map-keys``/``-map-type``, as
+    Kubernetes publishes them from its markers."""
+    out: dict[str, JSON] = {}
+    if fld.list_type:
+        out["x-kubernetes-list-type"] = fld.list_type
+    if fld.list_map_keys:
+        out["x-kubernetes-list-map-keys"] = list(fld.list_map_keys)
+    if fld.openapi_map_type:
+        out["x-kubernetes-map-type"] = fld.openapi_map_type
+    return out
+
+
 def _field_schema(fld: Field, owner: str) -> Schema:
     element = _element(fld)
     if fld.shape == LIST:
@@ -286,7 +278,7 @@ def _field_schema(fld: Field, owner: str) -> Schema:
     else:
         out = element
     key = (owner, fld.json_name)
-    extensions = {**_merge_extensions().get(key, {}), **_FIELD_EXTENSIONS.get(key, {})}
+    extensions = {**_merge_extensions().get(key, {}), **_marker_extensions(fld)}
     out.update(sorted(extensions.items()))
     return out
 
@@ -311,6 +303,8 @@ def _message_component(message_name: str) -> Schema:
             fld.json_name: _field_schema(fld, owner.name)
             for fld, owner in sorted(fields, key=lambda pair: pair[0].json_name)
         }
+    if message.openapi_map_type:
+        out["x-kubernetes-map-type"] = message.openapi_map_type
     return out
 
 
