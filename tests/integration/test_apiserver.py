@@ -286,10 +286,13 @@ async def test_patch_errors(api: RunningApiServer, http: httpx.AsyncClient) -> N
     await create(http, configmap("pe", k="v"))
     url = "/api/v1/namespaces/default/configmaps/pe"
     before = await api.client.get(b"/registry/configmaps/default/pe")
+    # An apply without its required fieldManager changes nothing either.
     yaml_apply = await http.patch(
         url, content=b"{}", headers={"Content-Type": "application/apply-patch+yaml"}
     )
-    assert status_of(yaml_apply) == (415, "UnsupportedMediaType")
+    assert status_of(yaml_apply) == (422, "Invalid")
+    text = await http.patch(url, content=b"{}", headers={"Content-Type": "text/plain"})
+    assert status_of(text) == (415, "UnsupportedMediaType")
     garbage = await http.patch(
         url, content=b"{nope", headers={"Content-Type": "application/merge-patch+json"}
     )

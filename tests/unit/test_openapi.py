@@ -844,10 +844,11 @@ def test_a_crd_schema_replaces_the_builtin_one() -> None:
     paths = document["paths"]
     item = paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"]
     assert item["patch"]["operationId"] == "patchStableExampleComV1NamespacedCronTab"
-    # No strategic merge patch for custom resources, as in Kubernetes.
+    # No strategic merge patch for custom resources, as in Kubernetes; apply for all.
     assert list(item["patch"]["requestBody"]["content"]) == [
         "application/json-patch+json",
         "application/merge-patch+json",
+        "application/apply-patch+yaml",
     ]
     spec = json.loads(documents.v2_json.body)["definitions"]["com.example.stable.v1.CronTab"]
     v2_spec = spec["properties"]["spec"]["properties"]

@@ -43,7 +43,9 @@ from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.reader import EtcdReader
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.registry.admission import MAX_BODY_BYTES
+from watchcache.registry.managed_fields import manager_from_user_agent
 from watchcache.registry.object_store import NamespacePhase, ObjectStore, Subresource
+from watchcache.registry.patch import APPLY_PATCH
 from watchcache.registry.resources import (
     CUSTOM_RESOURCE_DEFINITIONS,
     DEFAULT_RESOURCES,
@@ -568,7 +570,12 @@ class ApiServer:
             obj, warnings = store.decode(
                 body, request.headers.get("content-type", ""), create.field_validation
             )
-            created = await store.create(namespace or "", obj, dry_run=create.dry_run)
+            created = await store.create(
+                namespace or "",
+                obj,
+                dry_run=create.dry_run,
+                manager=_manager(request, create.field_manager),
+            )
             return _json(created, status=201, warnings=warnings)
         if request.method == "DELETE":
             if "deletecollection" not in spec.verbs:
@@ -623,16 +630,37 @@ class ApiServer:
                     patch=False,
                     dry_run=update.dry_run,
                     field_validation=update.field_validation,
+                    manager=_manager(request, update.field_manager),
                 )
                 return _json(answer.body, warnings=answer.warnings)
             obj, warnings = store.decode(
                 body, request.headers.get("content-type", ""), update.field_validation
             )
-            updated = await store.update(ns, name, obj, dry_run=update.dry_run, subresource=part)
+            updated = await store.update(
+                ns,
+                name,
+                obj,
+                dry_run=update.dry_run,
+                subresource=part,
+                manager=_manager(request, update.field_manager),
+            )
             return _json(updated, warnings=warnings)
         if method == "PATCH":
-            patch = PatchOptions.from_query(query)
             content_type = request.headers.get("content-type", "")
+            apply = _media_type(content_type) == APPLY_PATCH
+            patch = PatchOptions.from_query(query, apply=apply)
+            if apply and part is not Subresource.SCALE:
+                answer = await store.apply(
+                    ns,
+                    name,
+                    body,
+                    manager=patch.field_manager,
+                    force=patch.force,
+                    dry_run=patch.dry_run,
+                    subresource=part,
+                    field_validation=patch.field_validation,
+                )
+                return _json(answer.body, status=answer.code, warnings=answer.warnings)
             if part is Subresource.SCALE:
                 answer = await store.update_scale(
                     ns,
@@ -642,6 +670,7 @@ class ApiServer:
                     patch=True,
                     dry_run=patch.dry_run,
                     field_validation=patch.field_validation,
+                    manager=_manager(request, patch.field_manager),
                 )
                 return _json(answer.body, warnings=answer.warnings)
             answer = await store.patch(
@@ -652,6 +681,7 @@ class ApiServer:
                 dry_run=patch.dry_run,
                 subresource=part,
                 field_validation=patch.field_validation,
+                manager=_manager(request, patch.field_manager),
             )
             return _json(answer.body, warnings=answer.warnings)
         if method == "DELETE":
@@ -833,6 +863,16 @@ async def _read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
             raise RequestEntityTooLargeError(f"Request entity too large: limit is {limit}")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _manager(request: Request, field_manager: str) -> str:
+    """Who a write's changed fields belong to: its ``fieldManager``, else its User-Agent's
+    product name (Kubernetes' managerOrUserAgent)."""
+    return field_manager or manager_from_user_agent(request.headers.get("user-agent", ""))
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
 
 
 def _query(request: Request) -> list[tuple[str, str]]:

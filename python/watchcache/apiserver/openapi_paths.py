@@ -42,7 +42,7 @@ from watchcache.apiserver.openapi_schemas import (
     component_name,
     openapi_schema_of,
 )
-from watchcache.registry.patch import PATCH_CONTENT_TYPES, STRATEGIC_MERGE_PATCH
+from watchcache.registry.patch import SERVED_PATCH_TYPES, STRATEGIC_MERGE_PATCH
 from watchcache.registry.resources import ResourceSpec
 from watchcache.registry.strategies import strategy_class
 
@@ -161,7 +161,7 @@ def resource_paths(spec: ResourceSpec, names: KindNames) -> list[PathItem]:
     delete_answer = names.kind if strategy_class(spec).returns_deleted_object else status
     patch_types = tuple(
         media
-        for media in PATCH_CONTENT_TYPES
+        for media in SERVED_PATCH_TYPES
         if media != STRATEGIC_MERGE_PATCH or openapi_schema_of(spec) is None
     )
     list_params = tuple(p for p in _LIST if "watch" in verbs or p.name not in _WATCH_ONLY)

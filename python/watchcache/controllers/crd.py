@@ -59,6 +59,11 @@ TERMINATING_CREATE: Final = "create not allowed while custom resource definition
 _CRDS: Final = CUSTOM_RESOURCE_DEFINITIONS.group_resource
 
 
+#: Who this controller's writes belong to in managedFields: the apiextensions controllers run in
+#: kube-apiserver in Kubernetes.
+FIELD_MANAGER: Final = "kube-apiserver"
+
+
 class ResourceHost(Protocol):
     """What the controller needs of the server: its served resources and their stores,
     and serving one more or one less (``ApiServer`` is one)."""
@@ -169,7 +174,9 @@ class CustomResourceDefinitionController:
             obj["status"] = status
 
         with contextlib.suppress(NotFoundError):
-            await self.store.mutate("", name, set_status, subresource=Subresource.STATUS)
+            await self.store.mutate(
+                "", name, set_status, subresource=Subresource.STATUS, manager=FIELD_MANAGER
+            )
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -259,7 +266,7 @@ class CustomResourceDefinitionController:
             ]
 
         with contextlib.suppress(NotFoundError):
-            await self.store.mutate("", name, without_finalizer)
+            await self.store.mutate("", name, without_finalizer, manager=FIELD_MANAGER)
 
     async def _delete_objects(self, name: str) -> tuple[int, str]:
         """Delete every object of the CRD's storage version; how many are left (being
@@ -312,6 +319,10 @@ class CustomResourceDefinitionController:
 
         with contextlib.suppress(NotFoundError):
             await self.store.mutate(
-                "", crd["metadata"]["name"], set_it, subresource=Subresource.STATUS
+                "",
+                crd["metadata"]["name"],
+                set_it,
+                subresource=Subresource.STATUS,
+                manager=FIELD_MANAGER,
             )
         crd_definition.set_condition(status, condition, now)

@@ -58,6 +58,11 @@ log = logging.getLogger(__name__)
 ATTEMPT_WORKERS: Final = 4
 
 
+#: Who this controller's writes belong to in managedFields: the garbage collector runs in
+#: kube-controller-manager in Kubernetes.
+FIELD_MANAGER: Final = "kube-controller-manager"
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerRef:
     """The parts of an owner reference the collector uses; ``key`` is the owner's etcd
@@ -259,7 +264,10 @@ class GarbageCollector:
             if gone:
                 with contextlib.suppress(NotFoundError):
                     await store.mutate(
-                        location.namespace, location.name, lambda obj: _drop_refs(obj, gone)
+                        location.namespace,
+                        location.name,
+                        lambda obj: _drop_refs(obj, gone),
+                        manager=FIELD_MANAGER,
                     )
             return
         if not refs:
@@ -316,7 +324,10 @@ class GarbageCollector:
                 continue
             with contextlib.suppress(NotFoundError):
                 await self.stores[location.spec.group_resource].mutate(
-                    location.namespace, location.name, lambda obj: _drop_refs(obj, {uid})
+                    location.namespace,
+                    location.name,
+                    lambda obj: _drop_refs(obj, {uid}),
+                    manager=FIELD_MANAGER,
                 )
         await self._remove_finalizer(key, ORPHAN_FINALIZER)
         return True
@@ -335,7 +346,7 @@ class GarbageCollector:
 
         with contextlib.suppress(NotFoundError):
             await self.stores[location.spec.group_resource].mutate(
-                location.namespace, location.name, remove
+                location.namespace, location.name, remove, manager=FIELD_MANAGER
             )
 
 

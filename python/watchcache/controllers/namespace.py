@@ -55,6 +55,11 @@ _CONDITION_TYPES: Final = (
 )
 
 
+#: Who this controller's writes belong to in managedFields: the namespace controller runs in
+#: kube-controller-manager in Kubernetes.
+FIELD_MANAGER: Final = "kube-controller-manager"
+
+
 class NamespaceController:
     """Finishes namespace deletions over the server's caches and stores (by resource
     name; ``namespaces`` must be among them)."""
@@ -129,7 +134,11 @@ class NamespaceController:
             return True
         if NAMESPACE_FINALIZER in ((namespace.get("spec") or {}).get("finalizers") or []):
             await self.namespaces.mutate(
-                "", name, _without_kubernetes, subresource=Subresource.FINALIZE
+                "",
+                name,
+                _without_kubernetes,
+                subresource=Subresource.FINALIZE,
+                manager=FIELD_MANAGER,
             )
         with contextlib.suppress(NotFoundError, ConflictError):
             await self.namespaces.delete("", name)
@@ -196,7 +205,9 @@ class NamespaceController:
             status["conditions"] = conditions
 
         with contextlib.suppress(NotFoundError):
-            await self.namespaces.mutate("", name, set_conditions, subresource=Subresource.STATUS)
+            await self.namespaces.mutate(
+                "", name, set_conditions, subresource=Subresource.STATUS, manager=FIELD_MANAGER
+            )
 
 
 def _without_kubernetes(obj: dict[str, Any]) -> None:

@@ -56,14 +56,22 @@ from watchcache.cache.backing_store import ListResult
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient
 from watchcache.registry import admission
-from watchcache.registry.patch import PATCH_CONTENT_TYPES, STRATEGIC_MERGE_PATCH, apply_patch
+from watchcache.registry.apply_types import atom_for
+from watchcache.registry.managed_fields import FieldManager, reset_fields
+from watchcache.registry.patch import SERVED_PATCH_TYPES, STRATEGIC_MERGE_PATCH, apply_patch
 from watchcache.registry.resources import ResourceSpec, ScaleSubresource
 from watchcache.registry.scale import SCALE_API_VERSION, SCALE_KIND, from_scale, to_scale
 from watchcache.registry.strategies import strategy_for
 from watchcache.registry.strategy import NAMESPACE_FINALIZER, NamespaceStrategy
 from watchcache.wire import gojson
 from watchcache.wire.body import JSON as JSON_MEDIA_TYPE
-from watchcache.wire.body import check_depth, decode_body, decode_unstructured, has_schema
+from watchcache.wire.body import (
+    check_depth,
+    decode_apply_configuration,
+    decode_body,
+    decode_unstructured,
+    has_schema,
+)
 from watchcache.wire.errors import (
     AlreadyExistsError,
     BadRequestError,
@@ -127,6 +135,10 @@ class WriteAnswer:
     warnings: tuple[str, ...] = ()
 
 
+class _Missing(Exception):
+    """The object of an apply does not exist: the apply creates it."""
+
+
 class _Delete:
     """What a try-update returns to delete the object instead (an update that removed
     the last finalizer of an object being deleted)."""
@@ -169,6 +181,13 @@ class ObjectStore:
             None if self.conversion is None else self.conversion.to_served, on_read
         )
         self.codec = replace(spec.codec(), convert=self.to_served)
+        #: Who owns which field (metadata.managedFields) and server-side apply.
+        self.field_manager = FieldManager(
+            spec.api_version,
+            spec.kind,
+            lambda: atom_for(spec),
+            ignored=reset_fields(spec.kind, self.strategy.has_status),
+        )
         # A write's answer is in this version already: only the read step applies.
         self._answer_codec = replace(self.codec, convert=on_read)
         #: When set, creates are refused with this message (405), as for the resource of
@@ -253,10 +272,19 @@ class ObjectStore:
 
     # -- create -----------------------------------------------------------------------------
 
-    async def create(self, namespace: str, obj: dict[str, Any], *, dry_run: bool = False) -> bytes:
+    async def create(
+        self,
+        namespace: str,
+        obj: dict[str, Any],
+        *,
+        dry_run: bool = False,
+        manager: str = "",
+        owned: bool = False,
+    ) -> bytes:
         """Store a new object (answered with 201). ``dry_run``: every check runs, including
         whether the name is taken, nothing is written and the answer has no
-        resourceVersion."""
+        resourceVersion. ``manager`` owns the object's fields (``owned``: the caller, an
+        apply, has set managedFields already)."""
         spec = self.spec
         if self.refuse_creates:
             raise MethodNotAllowedError(
@@ -268,6 +296,8 @@ class ObjectStore:
             await self._check_namespace_accepts(namespace, name)
         admission.prepare_create(metadata)
         self.strategy.prepare_for_create(obj)
+        if not owned:
+            self.field_manager.update(None, obj, manager)
         self.strategy.validate(obj)
         key = spec.key(namespace, name).encode()
         if dry_run:
@@ -317,14 +347,16 @@ class ObjectStore:
         *,
         dry_run: bool = False,
         subresource: Subresource = Subresource.MAIN,
+        manager: str = "",
     ) -> bytes:
-        """Replace the object (PUT) or its ``subresource``. Raises 404, 409, 422."""
+        """Replace the object (PUT) or its ``subresource``, ``manager`` owning what it
+        changes. Raises 404, 409, 422."""
         self._check_subresource(subresource)
         metadata = admission.check_object(self.spec, obj, namespace=namespace, name=name)
         precondition = _resource_version(metadata)
 
         def replace(stored: dict[str, Any], _revision: int) -> dict[str, Any] | _Delete:
-            return self._prepare_update(copy.deepcopy(obj), stored, subresource)
+            return self._prepare_update(copy.deepcopy(obj), stored, subresource, manager)
 
         return await self._guaranteed_update(
             namespace, name, replace, dry_run=dry_run, precondition=precondition
@@ -340,6 +372,7 @@ class ObjectStore:
         dry_run: bool = False,
         subresource: Subresource = Subresource.MAIN,
         field_validation: FieldValidation = FieldValidation.WARN,
+        manager: str = "",
     ) -> WriteAnswer:
         """Apply a PATCH body to the stored object (or its ``subresource``). The patched
         object is decoded as a body would be: unknown and duplicate fields are dropped, and
@@ -365,10 +398,83 @@ class ObjectStore:
             wanted = _resource_version(metadata)
             if wanted and wanted != revision:
                 raise self._conflict(name)
-            return self._prepare_update(result, stored, subresource)
+            return self._prepare_update(result, stored, subresource, manager)
 
         answer = await self._guaranteed_update(namespace, name, patched, dry_run=dry_run)
         return WriteAnswer(answer, warnings=tuple(warnings))
+
+    async def apply(
+        self,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        manager: str,
+        force: bool,
+        dry_run: bool = False,
+        subresource: Subresource = Subresource.MAIN,
+        field_validation: FieldValidation = FieldValidation.WARN,
+    ) -> WriteAnswer:
+        """Server-side apply of the configuration ``body`` by ``manager``: merged into the
+        stored object by the kind's schema (:mod:`~watchcache.registry.managed_fields`), or
+        a new object (201) when there is none. Then everything a patch goes through. Raises
+        400, 404 (a subresource of a missing object), 409 (conflicts, stale
+        resourceVersion), 422."""
+        self._check_subresource(subresource)
+        if len(body) > admission.MAX_BODY_BYTES:
+            admission.check_size(body)
+        config, duplicates = decode_apply_configuration(body)
+        warnings: list[str] = []
+        if duplicates:
+            if field_validation is FieldValidation.STRICT:
+                raise BadRequestError(
+                    "error strict decoding patch: yaml: unmarshal errors:\n  "
+                    + "\n  ".join(duplicates)
+                )
+            if field_validation is FieldValidation.WARN:
+                warnings.extend(duplicates)
+        spec = self.spec
+        found: list[str] = []
+
+        def checked(result: dict[str, Any]) -> dict[str, Any]:
+            check_depth(result)
+            result, strict = self._decode_patched(result, field_validation)
+            found[:] = strict
+            return result
+
+        def applied(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
+            meta = {**stored["metadata"], "resourceVersion": str(revision)}
+            result = checked(
+                self.field_manager.apply(
+                    {**stored, "metadata": meta},
+                    config,
+                    manager,
+                    force=force,
+                    subresource=subresource.value,
+                )
+            )
+            metadata = admission.check_object(spec, result, namespace=namespace, name=name)
+            wanted = _resource_version(metadata)
+            if wanted and wanted != revision:
+                raise self._conflict(name)
+            return self._prepare_update(result, stored, subresource, None)
+
+        async def create_missing() -> WriteAnswer:
+            if subresource is not Subresource.MAIN:
+                raise NotFoundError.for_object(spec.name, name, spec.group)
+            result = checked(self.field_manager.apply({}, config, manager, force=force))
+            admission.check_object(spec, result, namespace=namespace, name=name)
+            created = await self.create(namespace, result, dry_run=dry_run, owned=True)
+            return WriteAnswer(created, code=201)
+
+        try:
+            answer = await self._guaranteed_update(
+                namespace, name, applied, dry_run=dry_run, create_missing=True
+            )
+        except _Missing:
+            made = await create_missing()
+            return replace(made, warnings=(*warnings, *found))
+        return WriteAnswer(answer, warnings=(*warnings, *found))
 
     def _check_patch_type(self, content_type: str) -> None:
         """A strategic merge patch needs the kind's Go struct tags; kinds without a
@@ -377,7 +483,7 @@ class ObjectStore:
         spec = self.spec
         if media_type == STRATEGIC_MERGE_PATCH and not has_schema(spec.api_version, spec.kind):
             raise UnsupportedMediaTypeError.accepting(
-                t for t in PATCH_CONTENT_TYPES if t != STRATEGIC_MERGE_PATCH
+                t for t in SERVED_PATCH_TYPES if t != STRATEGIC_MERGE_PATCH
             )
 
     def _decode_patched(
@@ -412,6 +518,7 @@ class ObjectStore:
         change: Callable[[dict[str, Any]], None],
         *,
         subresource: Subresource = Subresource.MAIN,
+        manager: str = "",
     ) -> bytes:
         """Read-modify-write for the server's own controllers: ``change`` edits a copy of
         the stored object in place, and the result goes through the same rules as a
@@ -423,7 +530,7 @@ class ObjectStore:
             obj = copy.deepcopy(stored)
             change(obj)
             obj["metadata"]["resourceVersion"] = str(revision)
-            return self._prepare_update(obj, stored, subresource)
+            return self._prepare_update(obj, stored, subresource, manager)
 
         return await self._guaranteed_update(namespace, name, changed, dry_run=False)
 
@@ -446,6 +553,7 @@ class ObjectStore:
         patch: bool,
         dry_run: bool = False,
         field_validation: FieldValidation = FieldValidation.WARN,
+        manager: str = "",
     ) -> WriteAnswer:
         """``PUT`` (a Scale body) or ``PATCH`` (a patch of the Scale) of ``.../scale``:
         the new ``spec.replicas`` goes to the object, which is updated as by a client.
@@ -478,7 +586,7 @@ class ObjectStore:
                     raise self._conflict(name)
             obj = copy.deepcopy(current)
             from_scale(obj, new_scale, scale)
-            return self._prepare_update(obj, stored, Subresource.MAIN)
+            return self._prepare_update(obj, stored, Subresource.MAIN, manager, owner="scale")
 
         answer = await self._guaranteed_update(
             namespace, name, scaled, dry_run=dry_run, precondition=precondition
@@ -498,10 +606,18 @@ class ObjectStore:
             raise NotFoundError("the server could not find the requested resource")
 
     def _prepare_update(
-        self, obj: dict[str, Any], stored: dict[str, Any], subresource: Subresource
+        self,
+        obj: dict[str, Any],
+        stored: dict[str, Any],
+        subresource: Subresource,
+        manager: str | None,
+        *,
+        owner: str | None = None,
     ) -> dict[str, Any] | _Delete:
         """``obj`` as it may be stored over ``stored`` (rest.BeforeUpdate and the
-        strategy), or a _Delete when the update finishes a deletion. Raises 422."""
+        strategy), or a _Delete when the update finishes a deletion; ``manager`` owns
+        what changed, through ``owner`` (the subresource by default); ``manager`` None: an
+        apply, which has set managedFields itself. Raises 422."""
         strategy = self.strategy
         if subresource is Subresource.STATUS:
             strategy.prepare_for_status_update(obj, stored)
@@ -520,6 +636,9 @@ class ObjectStore:
             strategy.prepare_for_update(obj, stored)
         elif strategy.tracks_generation:
             metadata["generation"] = old.get("generation", 1)
+        if manager is not None:
+            part = subresource.value if owner is None else owner
+            self.field_manager.update(stored, obj, manager, part)
         if subresource is Subresource.STATUS:
             strategy.validate_status_update(obj, stored)
         else:
@@ -549,13 +668,20 @@ class ObjectStore:
         *,
         dry_run: bool,
         precondition: int = 0,
+        create_missing: bool = False,
     ) -> bytes:
         """Read, compute with ``try_update`` (on a copy), compare-and-swap; again when
         someone wrote in between, unless ``precondition`` (the revision the client named)
-        no longer holds: then 409. An unchanged object is not written."""
+        no longer holds: then 409. An unchanged object is not written. ``create_missing``:
+        a missing object raises _Missing (the caller creates it) instead of 404."""
         key = self.spec.key(namespace, name).encode()
         for _ in range(MAX_ATTEMPTS):
-            stored, revision = await self.read(namespace, name)
+            try:
+                stored, revision = await self.read(namespace, name)
+            except NotFoundError:
+                if not create_missing:
+                    raise
+                raise _Missing() from None
             if precondition and precondition != revision:
                 raise self._conflict(name)
             result = try_update(copy.deepcopy(stored), revision)

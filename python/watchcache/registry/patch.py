@@ -58,8 +58,8 @@ Errors, as Kubernetes' ``apiserver/pkg/endpoints/handlers/patch.go`` and
 
 * **415 UnsupportedMediaType** — the Content-Type (compared without parameters, case-
   insensitively) is not one of the three: ``the body of the request was in an unknown
-  format - accepted media types include: <the three>``. Server-side apply
-  (``application/apply-patch+yaml``) is not served, so kubectl reports it unavailable.
+  format - accepted media types include: <the four>`` (the three, and server-side
+  apply's ``application/apply-patch+yaml``, served by ``registry.managed_fields``).
 * **400 BadRequest** ``error decoding patch: <why>`` — the body is not JSON (NaN, invalid
   UTF-8 and duplicate member names included); a json-patch body is not an array of
   objects; a merge-patch body is null or a scalar; a strategic body is not an object
@@ -116,6 +116,12 @@ PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = MappingProxyType(
         STRATEGIC_MERGE_PATCH: "apply_strategic_merge_patch",
     }
 )
+
+#: Server-side apply's media type: not a patch of the document but an applied configuration
+#: (``registry.managed_fields``); listed with the others wherever patch types are offered.
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+#: Every PATCH media type served, in Kubernetes' order.
+SERVED_PATCH_TYPES: Final = (*PATCH_CONTENT_TYPES, APPLY_PATCH)
 
 #: Kubernetes' ``maxJSONPatchOperations``.
 MAX_JSON_PATCH_OPERATIONS: Final = 10_000
@@ -195,7 +201,7 @@ def apply_patch(content_type: str, target: JSON, body: bytes, kind: str) -> dict
     """
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type not in PATCH_CONTENT_TYPES:
-        raise UnsupportedMediaTypeError.accepting(PATCH_CONTENT_TYPES)
+        raise UnsupportedMediaTypeError.accepting(SERVED_PATCH_TYPES)
     patch = _decode(body)
     try:
         if media_type == JSON_PATCH:

@@ -99,9 +99,11 @@ class Strategy:
 
     def prepare_for_status_update(self, obj: dict[str, Any], old: dict[str, Any]) -> None:
         """A ``/status`` write changes status only: everything else is the stored object's
-        (the body's resourceVersion still decides conflicts)."""
+        (the body's resourceVersion still decides conflicts, and the managedFields an apply
+        computed for this write are kept)."""
         status = obj.get("status")
         resource_version = obj.get("metadata", {}).get("resourceVersion")
+        managed_fields = obj.get("metadata", {}).get("managedFields")
         obj.clear()
         obj.update(copy.deepcopy(old))
         if status is None:
@@ -110,6 +112,8 @@ class Strategy:
             obj["status"] = status
         if resource_version is not None:
             obj["metadata"]["resourceVersion"] = resource_version
+        if managed_fields is not None:
+            obj["metadata"]["managedFields"] = managed_fields
 
     def validate(self, obj: dict[str, Any]) -> None:
         """The kind's own rules for an object about to be stored. Raises 422."""

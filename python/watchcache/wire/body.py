@@ -91,6 +91,7 @@ __all__ = [
     "PROTOBUF",
     "UNSTRUCTURED_MEDIA_TYPES",
     "YAML",
+    "decode_apply_configuration",
     "decode_body",
     "decode_unstructured",
     "has_schema",
@@ -1133,6 +1134,28 @@ def _decode_text(
     if walk.saved is not None:
         raise BadRequestError(context.cannot_handle(walk.saved))
     return obj, walk.strict, yaml_errors
+
+
+def decode_apply_configuration(body: bytes) -> tuple[dict[str, Any], list[str]]:
+    """A server-side apply body (``application/apply-patch+yaml``: YAML, of which JSON is a
+    part) as an object, read as sigs.k8s.io/yaml reads it, and goyaml's duplicate-key
+    errors (a strict decoder's refusals). Raises 400 "error decoding patch: ..."."""
+    try:
+        value, duplicates = _parse_yaml(body)
+    except ValueError as error:
+        raise BadRequestError(f"error decoding patch: {error}") from None
+    except _Fatal as error:
+        raise BadRequestError(error.message) from None
+    except RecursionError:
+        raise BadRequestError(_TOO_DEEP) from None
+    check_depth(value)
+    if not isinstance(value, dict):
+        shown = "null" if value is None else _json_kind(value)
+        raise BadRequestError(
+            "error decoding patch: json: cannot unmarshal "
+            f"{shown} into Go value of type map[string]interface {{}}"
+        )
+    return value, duplicates
 
 
 def check_depth(value: Any) -> None:

@@ -188,19 +188,34 @@ class UpdateOptions(_WriteOptions):
 
 @dataclass(frozen=True, slots=True)
 class PatchOptions(_WriteOptions):
-    """``metav1.PatchOptions`` of a PATCH (``force`` belongs to server-side apply, which is
-    not served: any other patch with ``force`` is refused, as Kubernetes does)."""
+    """``metav1.PatchOptions`` of a PATCH. ``force`` belongs to server-side apply (an
+    ``apply`` patch): any other patch with it is refused, and an apply must name its
+    ``fieldManager``, as Kubernetes' ValidatePatchOptions has it."""
+
+    force: bool = False
 
     @classmethod
-    def from_query(cls, query: Query) -> PatchOptions:
-        """Raises 422 InvalidError."""
+    def from_query(cls, query: Query, *, apply: bool = False) -> PatchOptions:
+        """Raises 400 (a ``force`` that is not a boolean) or 422 InvalidError."""
         causes: list[StatusCause] = []
-        if any(key == "force" for key, _ in query):
+        forced = [value for key, value in query if key == "force"]
+        force = False
+        if forced:
+            force = _parse_bool("force", forced[0])
+        if not apply and forced:
             causes.append(
                 StatusCause(
                     reason="FieldValueForbidden",
                     message="Forbidden: may not be specified for non-apply patch",
                     field="force",
+                )
+            )
+        if apply and not _first_value(query, "fieldManager"):
+            causes.append(
+                StatusCause(
+                    reason="FieldValueRequired",
+                    message="Required value: is required for apply patch",
+                    field="fieldManager",
                 )
             )
         try:
@@ -209,7 +224,16 @@ class PatchOptions(_WriteOptions):
             causes.extend(error.details.causes)
             decoded = (False, "", FieldValidation.WARN)
         _raise_invalid("PatchOptions", causes)
-        return cls(*decoded)
+        return cls(*decoded, force=force)
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    """Go's strconv.ParseBool, as the query parameter codec uses it."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise BadRequestError(f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax")
 
 
 @dataclass(frozen=True, slots=True)
