@@ -134,3 +134,21 @@ async def test_namespace_delete_goes_through_terminating(client: AsyncClient) ->
                 assert error.status.code == 404
                 break
             await asyncio.sleep(0.1)
+
+
+async def test_apply_creates_merges_and_reports_conflicts(client: AsyncClient) -> None:
+    def config(**data: str) -> ConfigMap:
+        return ConfigMap(metadata=ObjectMeta(name="applied"), data=data)
+
+    made = await client.apply(config(a="1"), field_manager="lightkube-e2e")
+    assert made.data == {"a": "1"}
+    assert made.metadata is not None and made.metadata.managedFields is not None
+    [entry] = made.metadata.managedFields
+    assert (entry.manager, entry.operation) == ("lightkube-e2e", "Apply")
+    merged = await client.apply(config(b="2"), field_manager="other")
+    assert merged.data == {"a": "1", "b": "2"}
+    with pytest.raises(ApiError) as refused:
+        await client.apply(config(a="9"), field_manager="other")
+    assert refused.value.status.code == 409
+    forced = await client.apply(config(a="9"), field_manager="other", force=True)
+    assert forced.data == {"a": "9"}
