@@ -13,8 +13,8 @@
 #   scripts/install-smd-reference.sh
 #
 # Prints the binary's path. Idempotent: unpacks only when the unpacked tree is missing or was
-# made for another package list, and rebuilds only when the Go source (or the toolchain and
-# packages) changed since the last build.
+# made for another package list, and rebuilds only when the Go source changed since the last
+# build (or the packages were unpacked anew).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -35,10 +35,12 @@ unpacked="$dest/debian"
 unpacked_stamp="$dest/debian.packages"
 
 if [[ ! -f "$unpacked_stamp" || "$(cat "$unpacked_stamp")" != "${packages[*]}" ]]; then
+  mkdir -p "$root/.deps"
   staging="$(mktemp -d "$root/.deps/smd-reference-staging.XXXXXX")"
   trap 'rm -rf "$staging"' EXIT
   "$root/scripts/debian-unpack.sh" bookworm "$staging" "${packages[@]}"
-  rm -rf "$unpacked" "$unpacked_stamp"
+  # Another toolchain or library: what was built before is stale.
+  rm -rf "$unpacked" "$unpacked_stamp" "$dest/bin"
   mkdir -p "$dest"
   mv "$staging" "$unpacked"
   trap - EXIT
@@ -77,8 +79,9 @@ go_env=(
   PATH="$goroot/bin:$PATH"
 )
 
-# What the binary is built from: our source, the toolchain and the library's package list.
-source_hash="$(cd "$source_dir" && cat ./*.go "$unpacked_stamp" "$goroot/VERSION" | sha256sum)"
+# What the binary is built from: the SHA-256 of our Go files' contents, in C-locale name
+# order (tests/support/smd_reference.py computes the same to refuse a stale binary).
+source_hash="$(cd "$source_dir" && LC_ALL=C && cat ./*.go | sha256sum)"
 source_hash="${source_hash%% *}"
 build_stamp="$dest/bin/smd-reference.source"
 if [[ -x "$binary" && -f "$build_stamp" && "$(cat "$build_stamp")" == "$source_hash" ]]; then

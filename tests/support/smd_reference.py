@@ -15,15 +15,17 @@ Answers are read by a background thread into a queue, so a hung or crashed proce
 a :class:`SmdReferenceError` after ``timeout`` seconds (with the end of its stderr) rather
 than a hung test. :meth:`SmdReference.close` ends the process by its PID: stdin closed (it
 exits at end of input), then SIGTERM, then SIGKILL; it runs from the fixture's teardown
-whatever the tests did. A missing binary raises :class:`SmdReferenceMissing`, whose message
-names ``make smd-reference`` (the differential tests fail on it rather than skip: ``make
-test`` installs the binary before running them).
+whatever the tests did. A missing binary, or one built from other Go source than the
+working tree's (the install script records the source's SHA-256 beside it), raises
+:class:`SmdReferenceMissing`, whose message names ``make smd-reference`` (the differential
+tests fail on it rather than skip: ``make test`` builds the binary before running them).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import json
 import os
 import queue
@@ -49,7 +51,7 @@ __all__ = [
 _ROOT = Path(__file__).resolve().parents[2]
 #: Where scripts/install-smd-reference.sh builds the program.
 DEFAULT_BINARY = _ROOT / ".deps" / "smd-reference" / "bin" / "smd-reference"
-_SOURCE = _ROOT / "tests" / "differential" / "smd_reference" / "main.go"
+_SOURCE_DIR = _ROOT / "tests" / "differential" / "smd_reference"
 
 #: One manager's managed fields as the protocol carries them: ``fieldsV1`` (the JSON form
 #: of a field set), ``apiVersion`` and ``applied`` (whether it came from an apply). Answers
@@ -59,8 +61,25 @@ ManagerEntry: TypeAlias = dict[str, Any]
 Operation: TypeAlias = Literal["apply", "update", "fieldset", "merge"]
 
 
+def _source_hash() -> str:
+    """The SHA-256 of the Go files' contents in name order, as the install script records
+    what it built from."""
+    digest = hashlib.sha256()
+    for path in sorted(_SOURCE_DIR.glob("*.go")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _built_from() -> str | None:
+    stamp = DEFAULT_BINARY.with_name(DEFAULT_BINARY.name + ".source")
+    try:
+        return stamp.read_text().strip()
+    except FileNotFoundError:
+        return None
+
+
 class SmdReferenceMissing(RuntimeError):
-    """The reference binary is not built (or is older than its source)."""
+    """The reference binary is not built (or was built from other source)."""
 
 
 class SmdReferenceError(RuntimeError):
@@ -135,9 +154,10 @@ class SmdReference:
                 f"the reference implementation {self.binary} is not built: run "
                 "`make smd-reference` (make test does it)"
             )
-        if _SOURCE.exists() and _SOURCE.stat().st_mtime > self.binary.stat().st_mtime:
+        if self.binary == DEFAULT_BINARY and _built_from() != _source_hash():
             raise SmdReferenceMissing(
-                f"{self.binary} is older than {_SOURCE.name}: run `make smd-reference`"
+                f"{self.binary} was built from other Go source than "
+                f"{_SOURCE_DIR.relative_to(_ROOT)}: run `make smd-reference`"
             )
         self._process = subprocess.Popen(
             [str(self.binary)],
