@@ -1399,11 +1399,22 @@ def _bodies(
     return body, content_type
 
 
+#: fieldManager values: mostly a good one (an apply needs it), now and then none, one too
+#: long, or one with a character Kubernetes refuses.
+FIELD_MANAGERS = st.sampled_from(["fuzz", "fuzz", "fuzz", "other", "", "x" * 129, "a\tb"])
+
+
 def _write_query(data: st.DataObject, dry_run: bool) -> str:
     pairs = [("dryRun", "All")] if dry_run else []
     validation = data.draw(FIELD_VALIDATIONS)
     if validation:
         pairs.append(("fieldValidation", validation))
+    manager = data.draw(FIELD_MANAGERS)
+    if manager:
+        pairs.append(("fieldManager", manager))
+    # force belongs to apply; on any other write it is a 422.
+    if data.draw(st.integers(0, 7)) == 0:
+        pairs.append(("force", data.draw(st.sampled_from(["true", "false", "1", "yes"]))))
     return urllib.parse.urlencode(pairs)
 
 
@@ -1675,7 +1686,8 @@ def test_fuzz_custom_object_writes_answer_2xx_or_4xx(
     past enum, pattern, format, bound, required, list-type and embedded-resource rules),
     edited as trees, in JSON or YAML (protobuf: 415), edited as bytes; then up to three
     requests on the created object (or a dry run on a seeded one): PUT, ``/status``,
-    patches of every type (strategic: 415), ``/scale`` read, PUT with a Scale body in any
+    patches of every type (strategic: 415; server-side apply mostly of a well-formed
+    configuration, with or without a field manager and force), ``/scale`` read, PUT with a Scale body in any
     media type, and patched; Table lists with ``spec.*`` field selectors. Everything
     answers a 2xx object or a 4xx Status; an accepted object reads back; created objects
     are deleted at the end."""

@@ -834,6 +834,22 @@ PATCH_TYPES: Final = (
 )
 
 
+def apply_configuration(obj: Any) -> Any:
+    """What a server-side apply client sends for ``obj``: the object without the fields the
+    server sets (a configuration that mostly passes, so the merge itself is fuzzed)."""
+    if not isinstance(obj, dict):
+        return obj
+    config = {k: copy.deepcopy(v) for k, v in obj.items() if k != "status"}
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        config["metadata"] = {
+            k: copy.deepcopy(v)
+            for k, v in metadata.items()
+            if k in ("name", "namespace", "labels", "annotations", "finalizers")
+        }
+    return config
+
+
 @st.composite
 def patches(draw: st.DrawFn, obj: Any, patch_type: str, keys: Sequence[str] = OBJECT_KEYS) -> bytes:
     """A patch of ``obj`` of ``patch_type``: a merge (or strategic) patch made of a
@@ -854,6 +870,8 @@ def patches(draw: st.DrawFn, obj: Any, patch_type: str, keys: Sequence[str] = OB
                 op["from"] = draw(st.sampled_from(pointers))
             operations.append(op)
         return to_json(draw(mutated_tree(operations, ("op", "path", "value", "from"))))
+    if patch_type == "application/apply-patch+yaml" and draw(st.integers(0, 3)) > 0:
+        return to_yaml(draw(mutated_tree(apply_configuration(obj), keys)))
     part: Any = {}
     if isinstance(obj, dict):
         for member in draw(st.lists(st.sampled_from(sorted(obj) or ["spec"]), max_size=2)):
