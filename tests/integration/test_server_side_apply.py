@@ -5,6 +5,7 @@ Kubernetes gives."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -288,3 +289,115 @@ async def test_bad_apply_requests_get_kubernetes_errors(  # noqa: PLR0917 (param
     assert answer.status_code == code, answer.text
     assert message in answer.json()["message"], answer.text
     assert (await http.get(f"{CM}/bad")).status_code == 404
+
+
+GADGET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "parts": {
+                                        "type": "array",
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["name"],
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["name"],
+                                            "properties": {
+                                                "name": {"type": "string"},
+                                                "size": {"type": "integer"},
+                                            },
+                                        },
+                                    },
+                                    "tags": {
+                                        "type": "array",
+                                        "x-kubernetes-list-type": "set",
+                                        "items": {"type": "string"},
+                                    },
+                                    "command": {"type": "array", "items": {"type": "string"}},
+                                    "extra": {
+                                        "type": "object",
+                                        "x-kubernetes-preserve-unknown-fields": True,
+                                    },
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"ready": {"type": "boolean"}},
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+GADGETS = "/apis/example.com/v1/namespaces/default/gadgets"
+
+
+async def test_a_custom_kind_merges_by_its_schema_markers(http: httpx.AsyncClient) -> None:
+    made = await http.post(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=GADGET_CRD
+    )
+    assert made.status_code == 201, made.text
+    for _ in range(100):
+        if (await http.get(GADGETS)).status_code == 200:
+            break
+        await asyncio.sleep(0.05)
+
+    def gadget(**spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "example.com/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g"},
+            "spec": spec,
+        }
+
+    first = await apply(
+        http,
+        f"{GADGETS}/g",
+        gadget(
+            parts=[{"name": "a", "size": 1}], tags=["x"], command=["run"], extra={"k": {"v": 1}}
+        ),
+        "alpha",
+    )
+    assert first.status_code == 201, first.text
+    second = await apply(
+        http,
+        f"{GADGETS}/g",
+        gadget(parts=[{"name": "b", "size": 2}], tags=["y"], extra={"k": {"w": 2}}),
+        "beta",
+    )
+    assert second.status_code == 200, second.text
+    spec = second.json()["spec"]
+    # map and set lists merge element by element; the preserved subtree merges as maps.
+    assert spec["parts"] == [{"name": "a", "size": 1}, {"name": "b", "size": 2}]
+    assert spec["tags"] == ["x", "y"]
+    assert spec["extra"] == {"k": {"v": 1, "w": 2}}
+    beta = fields_of(second.json(), "beta")["f:spec"]
+    assert set(beta["f:parts"]) == {'k:{"name":"b"}'}
+    assert set(beta["f:tags"]) == {'v:"y"'}
+    # An atomic list belongs to one manager whole: another value is a conflict.
+    atomic = await apply(http, f"{GADGETS}/g", gadget(command=["stop"]), "beta")
+    assert atomic.status_code == 409, atomic.text
+    assert atomic.json()["details"]["causes"][0]["field"] == ".spec.command"
+    # Status through the main resource is not the applier's.
+    status = await apply(http, f"{GADGETS}/g", {**gadget(), "status": {"ready": True}}, "gamma")
+    assert status.status_code == 200, status.text
+    assert "status" not in status.json()
