@@ -44,6 +44,7 @@ from watchcache.registry.structural import (
     StructuralSchema,
     StructuralSchemaError,
 )
+from watchcache.structured.value import go_type
 from watchcache.wire.errors import InvalidError, StatusCause
 
 __all__ = ["CustomResourceStrategy", "InvalidSchemaError", "compile_schema"]
@@ -155,7 +156,7 @@ def _replicas_causes(obj: dict[str, Any], path: str) -> list[StatusCause]:
         shown = "0"
         why = (
             f".{path.lstrip('.')} accessor error: {_go_type_text(value)} is of the type "
-            f"{_go_type(value)}, expected int64"
+            f"{go_type(value)}, expected int64"
         )
         return [StatusCause("FieldValueInvalid", f"Invalid value: {shown}: {why}", field)]
     if value < 0:
@@ -172,25 +173,8 @@ def _selector_causes(obj: dict[str, Any], path: str) -> list[StatusCause]:
     if not found or isinstance(value, str):
         return []
     accessor = f".{path.lstrip('.')} accessor error"
-    why = f"{accessor}: {_go_type_text(value)} is of the type {_go_type(value)}, expected string"
+    why = f"{accessor}: {_go_type_text(value)} is of the type {go_type(value)}, expected string"
     return [StatusCause("FieldValueInvalid", f'Invalid value: "": {why}', path)]
-
-
-def _go_type(value: Any) -> str:
-    """The Go type an unstructured value decodes to, as ``%T`` prints it."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "float64"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "[]interface {}"
-    return "map[string]interface {}"
 
 
 def _go_type_text(value: Any) -> str:
