@@ -16,7 +16,10 @@ State per applied event (rv never decreasing)::
     registry.add_tree_snapshot(rv, tree, prune_below=oldest buffered rv if it evicted)
                                        O(1): one snapshot per event, as Kubernetes clones;
                                        snapshots below the history window go with it
-    dispatch to watchers               O(watchers), one native selector test per watcher
+    dispatch to watchers               O(candidates): the watcher index (watchindex.py)
+                                       names those filed under the event's namespace,
+                                       name, trigger field or label values, plus the
+                                       unfiled; one native selector test each
     wake reads waiting for rv          O(woken · log waiting)
 
 Invariants (checked by :meth:`WatchCache.check_invariants`, which tests call after
@@ -87,7 +90,7 @@ from watchcache.cache.planner import (
     store_revision,
 )
 from watchcache.cache.watcher import EventConversions, Watcher
-from watchcache.cache.watchindex import WatcherIndex
+from watchcache.cache.watchindex import Filing, WatcherIndex, default_trigger_fields
 from watchcache.wire.errors import (
     BadRequestError,
     ExpiredError,
@@ -166,6 +169,9 @@ class WatchCache:
     compatibility switch (its cache ignores ``limit`` with ``resourceVersion=0``).
     ``skip_consistent_fallback``: a consistent read that times out gets 429 instead of
     going to the store (Kubernetes' ``ConsistentListFromCacheSkipTimeoutFallback``).
+    ``trigger_fields``: the selectable fields whose ``=`` requirement files a watcher
+    (besides namespace and name, see watchindex.py); None: Kubernetes' choice for the
+    resource (core pods: ``spec.nodeName``, the kubelets' watch), else none.
 
     The cache is not ready until the first :meth:`replace`; reads before that get 429.
     """
@@ -189,6 +195,7 @@ class WatchCache:
         bookmark_interval: float = BOOKMARK_INTERVAL_SECONDS,
         ignore_limit_for_rv0: bool = False,
         skip_consistent_fallback: bool = False,
+        trigger_fields: Iterable[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not prefix.startswith("/") or not prefix.endswith("/"):
@@ -234,7 +241,9 @@ class WatchCache:
         self._stopped = False
         self._ready_changed_at = clock()
         self._last_error = ""
-        self._watchers: WatcherIndex[Watcher] = WatcherIndex()
+        if trigger_fields is None:
+            trigger_fields = default_trigger_fields(group, self.resource)
+        self._watchers: WatcherIndex[Watcher] = WatcherIndex(prefix, trigger_fields)
         # A live view, so apply() asks "any watchers?" without a Python-level __len__.
         self._watching = self._watchers.values()
         self._watcher_ids = itertools.count()
@@ -303,6 +312,15 @@ class WatchCache:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    @property
+    def trigger_fields(self) -> frozenset[str]:
+        """The fields besides namespace and name that watchers are filed by."""
+        return self._watchers.trigger_fields
+
+    def watcher_filing(self, watcher_id: int) -> Filing | None:
+        """Where a registered watcher is filed (None: it is offered every event). O(1)."""
+        return self._watchers.filing(watcher_id)
 
     @property
     def waiting_reads(self) -> int:
@@ -393,8 +411,8 @@ class WatchCache:
 
     def apply(self, event: Event) -> None:
         """Apply one change (see the module note for the checks; EventOrderError changes
-        nothing). O(log n + watchers). The hot path of the cache: kept to plain local
-        operations, about 2 µs of Python around the native put
+        nothing). O(log n + the watchers the event can concern). The hot path of the
+        cache: kept to plain local operations, about 2 µs of Python around the native put
         (``python bench/apply_cost.py`` separates the two)."""
         rv = event.resource_version
         if (rv <= self._rv or not self._ready) and not self._continues_revision(rv):
@@ -747,9 +765,17 @@ class WatchCache:
     # The watchers' side of the cache (watcher.WatchSource).
 
     def add_watcher(self, watcher: Watcher) -> int:
-        """Register a started watcher: from now on it is offered every event. Its id."""
+        """Register a started watcher: from now on it is offered every event that can
+        concern it (filed by its key prefix and selector, watchindex.py). Its id. O(1)."""
         watcher_id = next(self._watcher_ids)
-        self._watchers.add(watcher_id, watcher, watcher.options.label_requirements)
+        opts = watcher.options
+        self._watchers.add(
+            watcher_id,
+            watcher,
+            watcher.key_prefix,
+            opts.label_requirements,
+            opts.field_requirements,
+        )
         return watcher_id
 
     def remove_watcher(self, watcher_id: int) -> None:
@@ -770,14 +796,9 @@ class WatchCache:
     def _dispatch(self, event: Event, previous: Item | None) -> None:
         conversions = EventConversions(event, previous)
         overflowed: list[Watcher] = []
-        watchers = self._watchers
-        if watchers.filed:
-            new, old = conversions.new, conversions.old
-            targets = watchers.candidates(
-                None if new is None else new.labels, None if old is None else old.labels
-            )
-        else:
-            targets = watchers.values()
+        # Only the watchers the event's namespace, name, trigger field and label values
+        # can concern (all of them while none is filed); each watcher's selector decides.
+        targets = self._watchers.candidates(conversions.key, conversions.new, conversions.old)
         for watcher in targets:
             if not watcher.offer(event, conversions):
                 overflowed.append(watcher)
