@@ -33,6 +33,12 @@ if TYPE_CHECKING:
     from watchcache.cache.backing_store import BackingStore
     from watchcache.cache.history import EventHistory
 
+# Enum member lookups are descriptor calls on Python 3.11; the dispatch path, run for
+# every event and every watcher it concerns, uses these.
+_ADDED: Final = EventType.ADDED
+_MODIFIED: Final = EventType.MODIFIED
+_DELETED: Final = EventType.DELETED
+
 #: A bookmark is sent this long before a watch's timeout closes it.
 BOOKMARK_BEFORE_DEADLINE_SECONDS: Final = 2.0
 #: Initial events are read from the snapshot this many at a time.
@@ -124,7 +130,7 @@ class EventConversions:
     def __init__(self, event: Event, previous: Item | None) -> None:
         self.event = event
         self.key = event.key
-        self.new: Item | None = None if event.type is EventType.DELETED else event.object
+        self.new: Item | None = None if event.type is _DELETED else event.object
         self.old = previous
         self._made: dict[EventType, WatchEvent] = {}
         self._value: bytes | None = None
@@ -138,7 +144,7 @@ class EventConversions:
             return made
         event = self.event
         rv = event.resource_version
-        if kind is EventType.DELETED and event.type is not EventType.DELETED:
+        if kind is _DELETED and event.type is not _DELETED:
             assert self.old is not None
             try:
                 item = with_resource_version(self.old, rv)
@@ -454,7 +460,7 @@ def _convert_for(watcher: Watcher, conv: EventConversions) -> WatchEvent | None:
     new_passes = new is not None and selector.matches_item(new)
     old_passes = old is not None and selector.matches_item(old)
     if new_passes:
-        return conv.as_type(EventType.MODIFIED if old_passes else EventType.ADDED)
+        return conv.as_type(_MODIFIED if old_passes else _ADDED)
     if old_passes:
-        return conv.as_type(EventType.DELETED)
+        return conv.as_type(_DELETED)
     return None

@@ -277,18 +277,26 @@ class WatcherIndex(Generic[W]):
         dimensions = self._dimensions
         if not dimensions:
             return self._all.values()
-        found = dict(self._unfiled)
-        segment = key_segment(self._prefix, key)
-        # Read once per event, and only when a dimension needs them.
+        unfiled = self._unfiled
+        found = dict(unfiled) if unfiled else {}
+        # Each read once per event, and only when a dimension needs it: at 100 events/s
+        # the process idles between events and every first touch of memory is slow.
+        segment: str | None = None
+        segment_read = False
         new_labels: Mapping[str, str] | None = None
         old_labels: Mapping[str, str] | None = None
         new_fields: Mapping[str, str] | None = None
         old_fields: Mapping[str, str] | None = None
         labels_read = fields_read = False
         for (scoped, kind, name), buckets in dimensions.items():
-            scope = segment if scoped else None
-            if scoped and segment is None:
-                continue
+            scope = None
+            if scoped:
+                if not segment_read:
+                    segment = key_segment(self._prefix, key)
+                    segment_read = True
+                if segment is None:
+                    continue
+                scope = segment
             if kind == _SCOPE:
                 hit = buckets.get((scope, ""))
                 if hit:
