@@ -3,6 +3,9 @@ way Kubernetes' etcd3 store reads them (docs/semantics.md §6).
 
 - Revision: pinned for Exact reads and continuations, else the first Range's header
   revision, which then pins every further internal page of the same request.
+- Current revision (consistent reads from the cache): one linearizable Range shared by
+  every read that arrived before it was issued, across the resources of the same etcd
+  client (:mod:`watchcache.etcd.current_revision`, which states why that is safe).
 - Paging: one Range of ``limit`` keys; when a selector filters items out, more Ranges
   follow from the last examined key, doubling the page up to 10,000 (Kubernetes'
   over-fetching), until the page is full or the prefix ends.
@@ -34,6 +37,7 @@ from watchcache.etcd.client import (
     FutureRevisionError,
     prefix_range_end,
 )
+from watchcache.etcd.current_revision import SharedRevision, shared_revision
 from watchcache.wire.errors import (
     CompactedError,
     InternalError,
@@ -68,8 +72,11 @@ class EtcdStore:
         self.codec = codec or ObjectCodec()
         self._consistent_reads = consistent_reads
         # Kubernetes reads the current revision at the prefix without its "/": a key that
-        # normally does not exist, so the answer is just the header.
+        # normally does not exist, so the answer is just the header. (Consistent reads ask
+        # the shared reader below, which reads the storage root the same way.)
         self._revision_key = prefix[:-1].encode()
+        #: Consistent reads share current-revision calls with every resource on ``client``.
+        self.current_revision: SharedRevision = shared_revision(client, self._revision_key)
         self.lists = 0
         self.ranges = 0
 
@@ -78,8 +85,10 @@ class EtcdStore:
         return self._consistent_reads()
 
     async def current_resource_version(self) -> int:
+        """etcd's current revision, from a call issued after this read started (shared
+        with the concurrent reads that may share it). Raises 504 when etcd is unreachable."""
         try:
-            return await self.client.current_revision(self._revision_key)
+            return await self.current_revision.current()
         except EtcdUnavailableError as error:
             raise ServerTimeoutError.timeout(str(error)) from error
         except EtcdError as error:
