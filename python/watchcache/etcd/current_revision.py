@@ -40,8 +40,8 @@ Failures. An error of the shared call (etcd unreachable, client closed) is the e
 every read that shared it; the next call is issued for the reads that queued meanwhile.
 A read that is cancelled (its client went away) leaves the call to the others.
 
-Costs: per read, one future to await (shielded, so one read's cancellation does not cancel
-the call for the others); per call, one task. Callers: :class:`~watchcache.etcd.store.
+Costs: per read, one future of its own to await (a cancelled read cancels no one else's
+wait) and a place in a list; per call, one task. Callers: :class:`~watchcache.etcd.store.
 EtcdStore` (``current_resource_version``), hence every consistent LIST and GET served from
 the cache, and continuations with an rv of -1.
 """
@@ -68,8 +68,10 @@ class SharedRevision:
 
     def __init__(self, fetch: Callable[[], Awaitable[int]]) -> None:
         self._fetch = fetch
-        #: The call not issued yet, which reads arriving now join (None: there is none).
-        self._next: asyncio.Future[int] | None = None
+        #: The reads of the call not issued yet, which reads arriving now join (None: no
+        #: such call). Each read waits on a future of its own, so that a cancelled read
+        #: cancels nobody else's wait, and an answer wakes each read in one step.
+        self._next: list[asyncio.Future[int]] | None = None
         #: The task running the issued call, if one is in flight.
         self._in_flight: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -90,47 +92,49 @@ class SharedRevision:
             # old loop's calls means nothing here, and its futures cannot be awaited.
             self._loop, self._next, self._in_flight = loop, None, None
         self.reads += 1
-        shared = self._next
-        if shared is None:
-            shared = self._next = loop.create_future()
+        waiter: asyncio.Future[int] = loop.create_future()
+        reads = self._next
+        if reads is not None:
+            reads.append(waiter)
+        else:
+            reads = self._next = [waiter]
             if self._in_flight is None:
-                self._issue(shared)
-            # else: issued by the call in flight when it ends (_run's finally).
-        # Shielded: a cancelled read must not cancel the call the others wait for.
-        return await asyncio.shield(shared)
+                self._issue(reads)
+            # else: issued when the call in flight ends (_call_ended).
+        return await waiter
 
-    def _issue(self, shared: asyncio.Future[int]) -> None:
+    def _issue(self, reads: list[asyncio.Future[int]]) -> None:
         assert self._loop is not None
-        task = self._loop.create_task(self._run(shared))
+        task = self._loop.create_task(self._run(reads))
         self._in_flight = task
-        task.add_done_callback(functools.partial(self._ended, shared))
+        task.add_done_callback(functools.partial(self._ended, reads))
 
-    async def _run(self, shared: asyncio.Future[int]) -> None:
+    async def _run(self, reads: list[asyncio.Future[int]]) -> None:
         # From this step on the call is issued: reads arriving later must not adopt it.
-        if self._next is shared:
+        if self._next is reads:
             self._next = None
         self.calls += 1
         try:
             revision = await self._fetch()
         except Exception as error:
-            if not shared.done():
-                shared.set_exception(error)
-                # Retrieved here: when every read that shared it was cancelled, nobody
-                # else would, and asyncio would log it as never retrieved.
-                shared.exception()
+            for waiter in reads:
+                if not waiter.done():
+                    waiter.set_exception(error)
         else:
-            if not shared.done():
-                shared.set_result(revision)
+            for waiter in reads:
+                if not waiter.done():
+                    waiter.set_result(revision)
         finally:
             self._call_ended(asyncio.current_task())
 
-    def _ended(self, shared: asyncio.Future[int], task: asyncio.Task[None]) -> None:
+    def _ended(self, reads: list[asyncio.Future[int]], task: asyncio.Task[None]) -> None:
         """The task's end, however it ended: a task cancelled before its first step (the
         loop shutting down) never ran ``_run``'s cleanup, and its reads must not hang."""
-        if self._next is shared:
+        if self._next is reads:
             self._next = None
-        if not shared.done():
-            shared.cancel()
+        for waiter in reads:
+            if not waiter.done():
+                waiter.cancel()
         self._call_ended(task)
 
     def _call_ended(self, task: asyncio.Task[None] | None) -> None:
@@ -138,7 +142,7 @@ class SharedRevision:
             return
         self._in_flight = None
         queued = self._next
-        if queued is not None and not queued.done():
+        if queued is not None:
             self._issue(queued)
 
 
