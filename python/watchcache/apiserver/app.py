@@ -7,8 +7,17 @@ after the stream started (and 410s, which kubectl needs in the stream) are ``ERR
 events. List and get answer a ``meta.k8s.io/v1`` Table when the Accept header asks for one
 (``kubectl get``).
 
-:class:`ApiServer` owns the caches; :meth:`ApiServer.app` is a Starlette app that can be
+:class:`ApiServer` owns the caches; :meth:`ApiServer.app` is the ASGI app, which can be
 mounted in any ASGI app (its lifespan starts and stops the caches).
+
+Design note (the read path). Nearly all load is GETs of one object and LISTs, so
+:meth:`ApiServer.app` puts :class:`LeanReads` in front of the Starlette app: those requests,
+when they are answered in plain JSON, go from the ASGI scope to the reader and back without
+Starlette's routing, Request, Response and middleware (several times the cost of the read
+itself); everything else, and every request a route would refuse before reading, goes
+through Starlette unchanged. Both call :meth:`ApiServer._read_one` and
+:meth:`ApiServer._read_page` and turn failures into the same Status, so a request gets the
+same answer either way (tests/integration/test_lean_reads.py compares them).
 """
 
 from __future__ import annotations
@@ -24,16 +33,19 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from watchcache import metrics
+from watchcache._core import Item
 from watchcache.apiserver import aggregated_discovery, discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
+from watchcache.cache.backing_store import ListResult
 from watchcache.cache.reads import ResourceReader
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.crd import CustomResourceDefinitionController
@@ -334,9 +346,11 @@ class ApiServer:
         finally:
             await self.stop()
 
-    def app(self, *, manage_lifecycle: bool = True) -> Starlette:
+    def app(self, *, manage_lifecycle: bool = True) -> LeanReads:
         """The ASGI app. With ``manage_lifecycle`` its lifespan starts and stops the caches;
-        without, the caller does (e.g. when several apps share one server)."""
+        without, the caller does (e.g. when several apps share one server). GETs of one
+        object and LISTs in JSON take the lean path (:class:`LeanReads`); everything else
+        goes through the Starlette app, whose routes are these."""
         # Resource routes first: Starlette tries routes in order, and nearly every request
         # is one of these (each route ahead of them costs every request a regex match).
         # No resource route matches a discovery, health or OpenAPI path.
@@ -395,11 +409,12 @@ class ApiServer:
             Route("/openapi/v3", self._openapi_v3_index),
             Route("/openapi/v3/{group_version:path}", self._openapi_v3),
         ]
-        return Starlette(
+        routed = Starlette(
             routes=routes,
             lifespan=self.lifespan if manage_lifecycle else None,
             exception_handlers={404: self._not_found, 405: self._method_not_allowed},
         )
+        return LeanReads(self, routed)
 
     # -- discovery and health ---------------------------------------------------------------
 
@@ -694,11 +709,7 @@ class ApiServer:
     async def _list(
         self, request: Request, spec: ResourceSpec, namespace: str, opts: ListOptions
     ) -> Response:
-        _check_fields(spec, opts.field_requirements)
-        if opts.limit > self.max_limit:
-            opts = dataclasses.replace(opts, limit=self.max_limit)
-        reader = self.readers[spec.served_key]
-        result = await reader.list(opts, prefix=spec.collection_prefix(namespace))
+        reader, result = await self._read_page(spec, namespace, opts)
         table = _table_request(request)
         if table is not None:
             body = tables.render_table(
@@ -715,8 +726,7 @@ class ApiServer:
     async def _get(
         self, request: Request, spec: ResourceSpec, namespace: str, name: str
     ) -> Response:
-        resource_version = dict(_query(request)).get("resourceVersion", "")
-        item = await self.readers[spec.served_key].get(spec.key(namespace, name), resource_version)
+        item = await self._read_one(spec, namespace, name, _resource_version(_query(request)))
         table = _table_request(request)
         if table is not None:
             return _json(
@@ -730,6 +740,22 @@ class ApiServer:
                 )
             )
         return _json(item.value)
+
+    async def _read_page(
+        self, spec: ResourceSpec, namespace: str, opts: ListOptions
+    ) -> tuple[ResourceReader, ListResult]:
+        """One LIST page of ``spec`` (both routes: :meth:`_list` and the lean path)."""
+        _check_fields(spec, opts.field_requirements)
+        if opts.limit > self.max_limit:
+            opts = dataclasses.replace(opts, limit=self.max_limit)
+        reader = self.readers[spec.served_key]
+        return reader, await reader.list(opts, prefix=spec.collection_prefix(namespace))
+
+    async def _read_one(
+        self, spec: ResourceSpec, namespace: str, name: str, resource_version: str
+    ) -> Item:
+        """One object of ``spec`` (both routes: :meth:`_get` and the lean path)."""
+        return await self.readers[spec.served_key].get(spec.key(namespace, name), resource_version)
 
     async def _watch(
         self, request: Request, spec: ResourceSpec, namespace: str, opts: WatchOptions
@@ -791,6 +817,177 @@ class ApiServer:
         obj = json.loads(item.value)
         terminating = (obj.get("status") or {}).get("phase") == NamespacePhase.TERMINATING
         return NamespacePhase.TERMINATING if terminating else NamespacePhase.ACTIVE
+
+
+class LeanReads:
+    """The ASGI app of :meth:`ApiServer.app`: the requests nearly all load is made of — a GET
+    of one object, a LIST, both answered in plain JSON — are served from the ASGI scope
+    directly; every other request goes to ``routed``, the Starlette app.
+
+    Why: a GET served from the cache costs a few microseconds of cache work, and
+    Starlette's dispatch around it (a regular-expression match per route tried, Request
+    and Headers objects, a Response object, two middleware layers, the exception
+    handlers) cost several times that; bench/README.md ("Lean reads") has the profile and
+    the numbers before and after.
+
+    What takes the lean path: method GET, no ``root_path`` (the app is not mounted under a
+    prefix), a path that Starlette's resource routes would give to a served resource's
+    object or collection (no subresource, no empty segment; namespaced paths only for
+    namespaced resources, an object by name outside a namespace only for cluster-scoped
+    ones), a resource without a deprecation warning, an Accept header that JSON satisfies
+    and that asks for no Table, and for a collection, a query that is not a watch.
+    Anything else — including every request that would be refused before its read (404,
+    405, 406) — goes to Starlette, unchanged.
+
+    Invariant: a request taken here gets the answer the Starlette route would give it,
+    status, body and headers: both call the same read functions
+    (:meth:`ApiServer._read_one`, :meth:`ApiServer._read_page`) and failures become the
+    same Status (:func:`_error_response`); tests/integration/test_lean_reads.py asks both
+    routes the same requests and compares. Costs: a split of the path, a few dict lookups,
+    one scan of the headers; the Accept verdict and the parsed query are remembered per
+    distinct value (:meth:`_remember`), so clients that repeat a request (informers,
+    kubelets) do not pay for parsing it again.
+    """
+
+    __slots__ = ("_accept_verdicts", "_options", "_routed", "_server", "_versions")
+
+    #: Distinct values each memo keeps (Accept headers, GET queries, LIST queries).
+    REMEMBERED = 256
+
+    def __init__(self, server: ApiServer, routed: Starlette) -> None:
+        self._server = server
+        self._routed = routed
+        self._accept_verdicts: dict[str, bool] = {}
+        #: A GET's resourceVersion by raw query string.
+        self._versions: dict[bytes, str] = {}
+        #: A LIST's parsed options by raw query string (immutable, so shared; a query that
+        #: fails to parse is never kept and fails again).
+        self._options: dict[bytes, ListOptions] = {}
+
+    @property
+    def routed(self) -> Starlette:
+        """The Starlette app behind the lean path."""
+        return self._routed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope.get("root_path"):
+            await self._routed(scope, receive, send)
+            return
+        target = _read_target(scope["path"])
+        if target is None:
+            await self._routed(scope, receive, send)
+            return
+        group, api_version, namespace, resource, name = target
+        spec = self._server._by_path.get((group, api_version, resource))
+        if (
+            spec is None
+            or spec.deprecation_warning
+            or (namespace is not None and not spec.namespaced)
+            or (namespace is None and name is not None and spec.namespaced)
+            or not self._plain_json(_header(scope, b"accept"))
+        ):
+            await self._routed(scope, receive, send)
+            return
+        query: bytes = scope["query_string"]
+        try:
+            if name is not None:
+                resource_version = self._versions.get(query) if query else ""
+                if resource_version is None:
+                    resource_version = _resource_version(_parse_query_string(query))
+                    self._remember(self._versions, query, resource_version)
+                item = await self._server._read_one(spec, namespace or "", name, resource_version)
+                body = item.value
+            else:
+                opts = self._options.get(query) if query else _NO_LIST_OPTIONS
+                if opts is None:
+                    parsed = parse_query(_parse_query_string(query))
+                    if isinstance(parsed, WatchOptions):
+                        await self._routed(scope, receive, send)
+                        return
+                    opts = parsed
+                    self._remember(self._options, query, opts)
+                reader, result = await self._server._read_page(spec, namespace or "", opts)
+                body = reader.render(result)
+        except Exception as error:
+            await _error_response(error)(scope, receive, send)
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"%d" % len(body)), _JSON_CONTENT_TYPE],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    def _plain_json(self, accept: str) -> bool:
+        """Whether JSON, not a Table, answers ``accept`` (the Starlette route's 406 and
+        Table negotiation, decided once per distinct value)."""
+        verdict = self._accept_verdicts.get(accept)
+        if verdict is None:
+            verdict = _accepts_json(accept) and tables.table_version(accept) is None
+            self._remember(self._accept_verdicts, accept, verdict)
+        return verdict
+
+    def _remember(self, memo: dict[_K, _V], key: _K, value: _V) -> None:
+        """Keep ``value`` for ``key``; a full memo starts over (clients repeat a few
+        values — informers, kubelets — and a walk's continue tokens never repeat)."""
+        if len(memo) >= self.REMEMBERED:
+            memo.clear()
+        memo[key] = value
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+#: What a request path names, by Starlette's resource routes: (group, version, namespace or
+#: None, resource, name or None).
+_ReadTarget = tuple[str, str, str | None, str, str | None]
+
+
+def _read_target(path: str) -> _ReadTarget | None:
+    """The object or collection ``path`` names as the resource routes of
+    :meth:`ApiServer.app` would match it, in their order (so ``/api/v1/namespaces/x/y`` is
+    collection ``y`` in namespace ``x``, not an object of "namespaces" with subresource
+    ``y``); None for anything else (subresources, discovery, empty segments)."""
+    parts = path.split("/")
+    if parts[0] or "" in parts[1:]:
+        return None
+    if len(parts) >= 4 and parts[1] == "api" and parts[2] == "v1":
+        group, version, rest = "", "v1", parts[3:]
+    elif len(parts) >= 5 and parts[1] == "apis":
+        group, version, rest = parts[2], parts[3], parts[4:]
+    else:
+        return None
+    count = len(rest)
+    if count >= 3 and rest[0] == "namespaces":
+        if count == 3:
+            return group, version, rest[1], rest[2], None
+        if count == 4:
+            return group, version, rest[1], rest[2], rest[3]
+        return None
+    if count == 1:
+        return group, version, None, rest[0], None
+    if count == 2:
+        return group, version, None, rest[0], rest[1]
+    return None
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of header ``name`` (lower case), decoded as Starlette decodes it."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+def _parse_query_string(query_string: bytes) -> list[tuple[str, str]]:
+    """A raw query string as :func:`_query` parses Starlette's ``request.url.query``."""
+    return urllib.parse.parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+
+
+_NO_LIST_OPTIONS = ListOptions()
+_JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -892,15 +1089,20 @@ _JSON_RANGES = frozenset({"*/*", "application/*", JSON})
 def _check_accept(request: Request) -> None:
     """406 when the client accepts nothing this server answers in (JSON, or the Table
     form of it): a client that wants protobuf only. Every real client also accepts JSON."""
-    accept = request.headers.get("accept", "")
+    if not _accepts_json(request.headers.get("accept", "")):
+        raise NotAcceptableError.accepting([JSON])
+
+
+def _accepts_json(accept: str) -> bool:
+    """Whether an Accept header is satisfied by JSON (a missing or blank one is)."""
     if not accept.strip():
-        return
+        return True
     for media_range in accept.split(","):
         media, *params = (part.strip() for part in media_range.split(";"))
         rejected = any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
         if media.lower() in _JSON_RANGES and not rejected:
-            return
-    raise NotAcceptableError.accepting([JSON])
+            return True
+    return False
 
 
 def _delete_options(request: Request, body: bytes, query: list[tuple[str, str]]) -> DeleteOptions:
@@ -914,6 +1116,15 @@ def _delete_options(request: Request, body: bytes, query: list[tuple[str, str]])
             field_validation=FieldValidation.IGNORE,
         )
     return DeleteOptions.decode(query, decoded)
+
+
+def _resource_version(query: list[tuple[str, str]]) -> str:
+    """A GET's ``resourceVersion``: the first one given, as Go's query conversion takes it
+    (``url.Values`` → ``GetOptions``), "" when there is none."""
+    for name, value in query:
+        if name == "resourceVersion":
+            return value
+    return ""
 
 
 def _table_request(request: Request) -> tuple[str, str] | None:
@@ -965,19 +1176,25 @@ def _status_response(error: StatusError) -> Response:
 
 
 async def _guard(handler: Awaitable[Response]) -> Response:
-    """Every failure as a Status: ours as they are, a client gone mid-body as a 400 nobody
-    reads, etcd being unreachable as a 504, anything else as a 500 (logged: it is a bug)."""
+    """Every failure as a Status (:func:`_error_response`)."""
     try:
         return await handler
-    except StatusError as error:
+    except Exception as error:
+        return _error_response(error)
+
+
+def _error_response(error: Exception) -> Response:
+    """A failure as a Status: ours as they are, a client gone mid-body as a 400 nobody
+    reads, etcd being unreachable as a 504, anything else as a 500 (logged: it is a bug).
+    Called from an ``except`` block (the log records the traceback being handled)."""
+    if isinstance(error, StatusError):
         return _status_response(error)
-    except ClientDisconnect:
+    if isinstance(error, ClientDisconnect):
         # The client went away before its body was complete (or the server's body deadline
         # closed the connection): nobody reads this answer, and it is not a server fault.
         log.debug("client disconnected before the request body was complete")
         return _status_response(BadRequestError("the request body is incomplete"))
-    except EtcdUnavailableError as error:
+    if isinstance(error, EtcdUnavailableError):
         return _status_response(ServerTimeoutError.timeout(str(error)))
-    except Exception as error:
-        log.exception("internal error")
-        return _status_response(InternalError.wrap(error))
+    log.exception("internal error")
+    return _status_response(InternalError.wrap(error))
