@@ -28,14 +28,28 @@ bytes, a missing colon, JSON with trailing data, a ``k:`` that is not an object,
 (the element is dropped, as a newer writer may know kinds this reader does not). Numbers
 inside ``k:``/``v:`` are read as floats, as json-iterator reads them into ``interface{}``.
 
+**Tables.** Every write names the same few hundred elements again (``f:spec``,
+``k:{"name":"web"}``), so bounded tables keep what is pure in them: field elements by name
+(:func:`field_element`), elements by their FieldsV1 text (:func:`deserialize_path_element`),
+and the FieldsV1 key and its JSON text by element (:func:`element_key`,
+:func:`element_key_text`). Each maps a value to what a pure function gives for it, so a hit
+is what a miss computes. The last two key their tables by the element, whose equality is
+wider than its texts' (``-0.0`` equals ``0``; an int equals a float, which FieldsV1 reads
+back and ``%v`` writes with an exponent from 1e6 on): they hold and consult *faithful*
+elements only, which write the same texts as every element equal to them and read back as
+such an element. Each table is emptied when it reaches its bound (a few thousand
+entries), a bound that costs nothing per hit.
+
 Costs: building an element is one tuple (plus a sort key for keys and values); texts are
-linear in the element. Immutable; thread-safe. Callers: :mod:`watchcache.structured.fieldpath`
-and the typed walkers.
+linear in the element. Immutable; thread-safe (the tables are plain dicts: a race at worst
+computes an entry twice). Callers: :mod:`watchcache.structured.fieldpath` and the typed
+walkers.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
@@ -50,10 +64,17 @@ from watchcache.structured.value import (
 from watchcache.wire.gostrconv import go_quote, parse_int64
 
 __all__ = [
+    "ELEMENT_KEYS",
+    "ELEMENT_KEY_TEXTS",
     "FieldsV1Error",
     "Path",
     "PathElement",
     "deserialize_path_element",
+    "element_key",
+    "element_key_text",
+    "field_element",
+    "key_element",
+    "key_element_of",
     "path_string",
     "serialize_path_element",
 ]
@@ -149,6 +170,51 @@ def _by_name(pair: tuple[str, SortKey]) -> str:
     return pair[0]
 
 
+#: Entries each cache table holds before it is emptied.
+_TABLE_BOUND: Final = 8192
+_FIELD_ELEMENTS: dict[str, PathElement] = {}
+
+
+def field_element(name: str) -> PathElement:
+    """``PathElement.of_field(name)``, the same object for the same name while it is in the
+    table (the walkers name every map entry they pass)."""
+    found = _FIELD_ELEMENTS.get(name)
+    if found is None:
+        if len(_FIELD_ELEMENTS) >= _TABLE_BOUND:
+            _FIELD_ELEMENTS.clear()
+        found = _FIELD_ELEMENTS[name] = tuple.__new__(PathElement, (_FIELD, name))
+    return found
+
+
+def key_element(name: str, value: JSON) -> PathElement:
+    """``PathElement.of_key(((name, value),))``: a list-map element with one key field
+    (containers by ``name``, the common case), without the general constructor's sort."""
+    kind = type(value)
+    if kind is str:
+        key: SortKey = (_STRING, value)
+    elif kind is int or kind is float:
+        key = (_NUMBER, value)
+    else:
+        key = sort_key(value)
+    return tuple.__new__(PathElement, (_KEY, ((name, key),)))
+
+
+def key_element_of(names: tuple[str, ...], item: Mapping[str, JSON]) -> PathElement:
+    """``PathElement.of_key`` of ``item``'s fields ``names``, which are sorted already
+    and all present."""
+    pairs = []
+    for name in names:
+        value = item[name]
+        kind = type(value)
+        if kind is str:
+            pairs.append((name, (_STRING, value)))
+        elif kind is int or kind is float:
+            pairs.append((name, (_NUMBER, value)))
+        else:
+            pairs.append((name, sort_key(value)))
+    return tuple.__new__(PathElement, (_KEY, tuple(pairs)))
+
+
 #: A field path: the elements from the object's root down to one place.
 Path: TypeAlias = tuple[PathElement, ...]
 
@@ -185,6 +251,98 @@ def serialize_path_element(pe: PathElement) -> str:
     if kind == _VALUE:
         return "v:" + value_json(_from_sort_key(payload))
     return f"i:{payload}"
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+#: Numbers below this magnitude write the same digits whether int or float, in FieldsV1
+#: (json-iterator) and in ``Path.String()`` (``%v``, which switches to an exponent from 1e6
+#: on); FieldsV1 reads every number back as a float.
+_FAITHFUL_MAGNITUDE: Final = 10**6
+
+
+def _faithful_text(text: str) -> bool:
+    # A lone surrogate is written as U+FFFD, so it does not read back as itself.
+    return text.isascii() or _SURROGATE.search(text) is None
+
+
+def _faithful_key(key: SortKey) -> bool:
+    kind = key[0]
+    if kind == _STRING:
+        return _faithful_text(key[1])
+    if kind == _NUMBER:
+        # Zero too: -0.0 equals it but writes "-0", and equal elements must be alike.
+        number = key[1]
+        return (
+            type(number) in (int, float)
+            and number != 0
+            and -_FAITHFUL_MAGNITUDE < number < _FAITHFUL_MAGNITUDE
+        )
+    if kind == _LIST:
+        return all(_faithful_key(item) for item in key[1])
+    if kind == _MAP:
+        return all(_faithful_text(name) and _faithful_key(item) for name, item in key[1])
+    return kind in (_BOOL, _NULL)
+
+
+def _faithful(pe: PathElement) -> bool:
+    kind, payload = pe
+    if kind == _FIELD:
+        return _faithful_text(payload)
+    if kind == _KEY:
+        return all(_faithful_text(name) and _faithful_key(item) for name, item in payload)
+    if kind == _VALUE:
+        return _faithful_key(payload)
+    return False  # an index: rare (never in a write's sets), left out of the table
+
+
+#: The FieldsV1 key texts of faithful elements met so far (see :func:`element_key_text`),
+#: for writers that look there first; read-only outside this module.
+ELEMENT_KEY_TEXTS: Final[dict[PathElement, str]] = {}
+
+
+#: ``serialize_path_element`` of faithful elements met so far (see
+#: :func:`element_key_text`): the keys of a decoded FieldsV1 object; read-only outside.
+ELEMENT_KEYS: Final[dict[PathElement, str]] = {}
+
+
+def element_key(pe: PathElement) -> tuple[str, bool]:
+    """(``serialize_path_element(pe)``, whether ``pe`` is faithful): for a faithful
+    element, the key a decoded FieldsV1 object has for it (see
+    :func:`element_key_text`)."""
+    key = ELEMENT_KEYS.get(pe)
+    if key is not None:
+        return key, True
+    faithful = _faithful(pe)
+    key = serialize_path_element(pe)
+    if faithful:
+        if len(ELEMENT_KEYS) >= _TABLE_BOUND:
+            ELEMENT_KEYS.clear()
+        ELEMENT_KEYS[pe] = key
+    return key, faithful
+
+
+def element_key_text(pe: PathElement) -> tuple[str, bool]:
+    """(``pe``'s FieldsV1 key as json-iterator's object-field writer writes it, quotes
+    included; whether the element is *faithful*: reading that text back gives an element
+    whose every text, in FieldsV1 and in ``Path.String()``, is the same). Unfaithful:
+    strings with lone surrogates (written as U+FFFD), and numbers that are zero (-0.0
+    writes "-0"), not finite, or from 1e6 on (FieldsV1 reads numbers back as floats,
+    which ``%v`` writes with an exponent from 1e6 on); a smaller integer reads back as an
+    equal float with the same texts.
+
+    The table holds faithful elements only. Faithfulness goes with equality (an element
+    equal to a faithful one is faithful: equal strings are the same text, equal numbers
+    in that range write the same digits), so a hit is what computing the text gives."""
+    text = ELEMENT_KEY_TEXTS.get(pe)
+    if text is not None:
+        return text, True
+    faithful = _faithful(pe)
+    text = json_string(serialize_path_element(pe), html=False)
+    if faithful:
+        if len(ELEMENT_KEY_TEXTS) >= _TABLE_BOUND:
+            ELEMENT_KEY_TEXTS.clear()
+        ELEMENT_KEY_TEXTS[pe] = text
+    return text, faithful
 
 
 class _Pairs(list[tuple[str, Any]]):
@@ -228,9 +386,24 @@ def _read_json(text: str, what: str) -> Any:
         raise FieldsV1Error(f"{what}: {error}") from None
 
 
+_READ_ELEMENTS: dict[str, PathElement | None] = {}
+
+
 def deserialize_path_element(text: str) -> PathElement | None:
     """The element a FieldsV1 key names; None for a kind this reader does not know (SMD
     drops those). Raises :class:`FieldsV1Error` for a malformed key."""
+    try:
+        return _READ_ELEMENTS[text]
+    except KeyError:
+        pass
+    pe = _read_element(text)
+    if len(_READ_ELEMENTS) >= _TABLE_BOUND:
+        _READ_ELEMENTS.clear()
+    _READ_ELEMENTS[text] = pe
+    return pe
+
+
+def _read_element(text: str) -> PathElement | None:
     if len(text.encode("utf-8", "surrogatepass")) < 2:
         raise FieldsV1Error(f"key must be 2 characters long: {text!r}")
     # Go looks at bytes: a non-ASCII first character leaves a continuation byte second.
