@@ -31,14 +31,24 @@ are :mod:`watchcache.structured`; this module is what kube-apiserver wraps aroun
 * **encoding** the entries back, sorted as Kubernetes sorts them (operation, time, manager,
   apiVersion, subresource), time in whole seconds.
 
-Costs: every tracked write computes the field sets of the old and new object (linear in
-their size) — Kubernetes pays the same. Callers: ``registry.object_store``.
+Costs: every tracked write compares the old and new object (linear in their size) —
+Kubernetes pays the same, in Go. What makes that cheap here is in ``structured``: the
+quick walks (one walk validates and compares), entries decoded once and found again by
+their decoded object's marshal form, sets shared between writes, and entries of managers
+the write did not touch rebuilt from their cached form instead of encoded again (see
+``structured.fieldpath``). This module adds per write a few memoized lookups (manager
+identities, entry times) and, for an apply, shallow copies of the entries where it used to
+copy the sets; copies of objects go through marshal (C) where deepcopy walked in Python.
+``bench/field_manager.py`` measures a write against a JSON round trip of the object.
+Callers: ``registry.object_store``.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import marshal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,9 +61,9 @@ from watchcache.structured.fieldpath import (
     PathElement,
     Set,
     VersionedSet,
-    fields_v1_from_set,
+    fields_v1_object,
     path_string,
-    set_from_fields_v1,
+    shared_set_from_fields_v1,
 )
 from watchcache.structured.schema import Atom
 from watchcache.structured.typed import TypedValueError, compare, to_field_set
@@ -161,6 +171,7 @@ def manager_from_user_agent(user_agent: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1024)
 def _manager_id(manager: str, operation: str, api_version: str, subresource: str) -> str:
     """BuildManagerIdentifier: Go's JSON of the entry without time and fields (and without
     apiVersion for an applier), members in ManagedFieldsEntry's order."""
@@ -213,7 +224,7 @@ def _decode(entries: Any) -> _Managed:
             raise _DecodeError(f"managed fields entry {index} has a non-string member")
         raw = entry.get("fieldsV1")
         try:
-            fields = Set() if raw is None else set_from_fields_v1(raw)
+            fields = Set() if raw is None else shared_set_from_fields_v1(raw)
         except FieldsV1Error as error:
             raise _DecodeError(f"error decoding set: {error}") from None
         identity = _manager_id(manager, operation, api_version, subresource)
@@ -230,6 +241,7 @@ def _is_reset(entries: Any) -> bool:
     return len(entries) == 0 or (len(entries) == 1 and entries[0] == {})
 
 
+@functools.lru_cache(maxsize=1024)
 def _seconds(when: str | None) -> int:
     if not when:
         return 0
@@ -245,7 +257,7 @@ def _encode(managed: _Managed) -> list[dict[str, Any]] | None:
         return None
     entries: list[dict[str, Any]] = []
     for identity, versioned in managed.fields.items():
-        about = json.loads(identity)
+        about = _identity_members(identity)
         operation = APPLY if versioned.applied else about.get("operation", UPDATE)
         entry: dict[str, Any] = {}
         if about.get("manager"):
@@ -256,7 +268,7 @@ def _encode(managed: _Managed) -> list[dict[str, Any]] | None:
         if when:
             entry["time"] = when
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = gojson.loads(fields_v1_from_set(versioned.set))
+        entry["fieldsV1"] = fields_v1_object(versioned.set)
         if about.get("subresource"):
             entry["subresource"] = about["subresource"]
         entries.append(entry)
@@ -270,6 +282,13 @@ def _encode(managed: _Managed) -> list[dict[str, Any]] | None:
         )
     )
     return entries
+
+
+@functools.lru_cache(maxsize=1024)
+def _identity_members(identity: str) -> dict[str, Any]:
+    """A manager identity's members (read-only: shared between calls)."""
+    about = json.loads(identity)
+    return about if isinstance(about, dict) else {}
 
 
 def _conflict_error(conflicts: list[Conflict]) -> ConflictError:
@@ -360,7 +379,7 @@ class FieldManager:
             self._update(base, new, managed, manager or "unknown", subresource)
         except (TypedValueError, _DecodeError):
             if live_entries is not None:
-                new["metadata"]["managedFields"] = copy.deepcopy(live_entries)
+                new["metadata"]["managedFields"] = _copied(live_entries)
             else:
                 new["metadata"].pop("managedFields", None)
             return
@@ -514,8 +533,10 @@ class FieldManager:
         """lastAppliedManager: kubectl's conflicts over fields its client-side apply set
         (and that still hold those values) are not conflicts."""
         try:
+            # A copy of the entries for the first try (the sets themselves never change).
+            first = _Managed(dict(managed.fields), dict(managed.times))
             return self._apply_tracked(
-                live, config, copy.deepcopy(managed), manager, force=force, subresource=subresource
+                live, config, first, manager, force=force, subresource=subresource
             )
         except ConflictsError as error:
             if manager != KUBECTL:
@@ -591,13 +612,22 @@ class FieldManager:
         managed.fields = fields
         if result is None:
             # Nothing changed: the time of the apply stays as it was.
-            return copy.deepcopy(live), managed
+            return _copied(live), managed
         managed.times[identity] = self._clock()
         return result, managed
 
     def _gvk(self) -> str:
         group, _, version = self.api_version.rpartition("/")
         return f"{group}/{version}, Kind={self.kind}"
+
+
+def _copied(value: Any) -> Any:
+    """``copy.deepcopy(value)``, by marshal where it can (in C: a decoded object holds
+    only what marshal writes exactly, shared parts shared again as deepcopy shares them)."""
+    try:
+        return marshal.loads(marshal.dumps(value))
+    except ValueError:
+        return copy.deepcopy(value)
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -630,7 +660,7 @@ def _set_last_applied(obj: dict[str, Any], config: dict[str, Any]) -> None:
     """lastAppliedUpdater: the annotation becomes the applied configuration (without the
     annotation itself), as Go encodes an unstructured object: sorted keys and a newline;
     dropped when it would make the annotations too large."""
-    applied = copy.deepcopy(config)
+    applied = _copied(config)
     annotations_of_config = (applied.get("metadata") or {}).get("annotations")
     if isinstance(annotations_of_config, dict):
         annotations_of_config.pop(LAST_APPLIED_ANNOTATION, None)

@@ -13,14 +13,18 @@ whole value until the next write refines it. Maps without declared fields whose 
 are deduced (``x-kubernetes-preserve-unknown-fields`` without properties) are not
 reconciled, as in SMD; fields the schema does not know are left alone.
 
-Returns None when nothing changes, so callers keep the original set. Costs: O(size of the
-set); the object is not read. A schema whose atom allows nothing raises
-:class:`TypedValueError`. Callers: :mod:`watchcache.structured.updater`.
+Returns None when nothing changes, so callers keep the original set. A frozen (shared)
+subtree that fits a type is marked so (``Set._fitted``): it never changes and fitting does
+not depend on where it is, so the next walk of it along that type stops there; every write
+reconciles every manager's set, and most of each is a subtree the previous write met.
+
+Costs: O(size of the set) the first time, then O(what changed); the object is not read. A
+schema whose atom allows nothing raises :class:`TypedValueError`. Callers:
+:mod:`watchcache.structured.updater`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from watchcache.structured.fieldpath import Set
@@ -36,17 +40,20 @@ from watchcache.structured.typedwalk import (
 __all__ = ["reconciled_field_set"]
 
 _DEDUCED_NAME: Final = "__untyped_deduced_"
-#: Stands for "the map's type has no type for this entry": such entries are left alone.
-_UNKNOWN: Final = Atom(name="__unknown_field_")
-_TypeOf: TypeAlias = Callable[[PathElement], Atom | None]
+#: The kind of a field element (``PathElement`` is the tuple (kind, payload)).
+_FIELD: Final = 0
 
 
 def reconciled_field_set(fields: Set, atom: Atom) -> Set | None:
     """``fields`` adjusted to ``atom`` (the type of the object's root), or None if it
     already fits."""
-    walk = _Reconcile()
-    walk.node(fields, atom, (), False)
+    walk = _Reconcile(ordered=False)
+    walk.node(fields, atom, None, False)
     if walk.errors:
+        # The errors are listed in SMD's walk order (each node's elements sorted): walk
+        # again in that order, which only a schema with an impossible type gets to.
+        walk = _Reconcile(ordered=True)
+        walk.node(fields, atom, None, False)
         raise TypedValueError(walk.errors)
     if walk.to_remove.is_empty() and walk.to_add.is_empty():
         return None
@@ -62,22 +69,53 @@ def _is_untyped_deduced_map(map_type: MapType) -> bool:
     return element.scalar == "untyped"
 
 
-class _Reconcile:
-    __slots__ = ("errors", "to_add", "to_remove")
+#: Where the walk is: None at the root, else (where its parent is, the element); a path
+#: is made of it only for what is reported.
+_Where: TypeAlias = "tuple[_Where, PathElement] | None"
 
-    def __init__(self) -> None:
+
+def _path_of(where: _Where) -> Path:
+    out: list[PathElement] = []
+    while where is not None:
+        where, pe = where
+        out.append(pe)
+    return tuple(reversed(out))
+
+
+class _Reconcile:
+    __slots__ = ("errors", "ordered", "replaced", "to_add", "to_remove")
+
+    def __init__(self, ordered: bool) -> None:
         self.to_remove = Set()
         self.to_add = Set()
         self.errors: list[ValidationError] = []
+        self.replaced = 0
+        # Whether to visit each node's elements in order (only errors show the order).
+        self.ordered = ordered
 
-    def replace(self, path: Path) -> None:
+    def replace(self, where: _Where) -> None:
+        path = _path_of(where)
         self.to_remove.insert(path)
         self.to_add.insert(path)
+        self.replaced += 1
 
-    def node(self, fields: Set | None, atom: Atom | None, path: Path, is_atomic: bool) -> None:
+    def node(self, fields: Set | None, atom: Atom | None, where: _Where, is_atomic: bool) -> None:
+        if fields is None:
+            self.fit(fields, atom, where, is_atomic)
+            return
+        if atom is not None and fields._fitted is atom:
+            return  # this frozen subtree was walked along this type before: it fits
+        replaced, errors = self.replaced, len(self.errors)
+        self.fit(fields, atom, where, is_atomic)
+        if fields._frozen and self.replaced == replaced and len(self.errors) == errors:
+            # A frozen subtree never changes, and whether it fits a type does not depend
+            # on where it is: the next write's walk stops here.
+            fields._fitted = atom
+
+    def fit(self, fields: Set | None, atom: Atom | None, where: _Where, is_atomic: bool) -> None:
         # SMD's handleAtom on the whole atom: map first, then scalar, then list.
         if atom is None or (atom.map is None and atom.scalar is None and atom.list is None):
-            self.errors.append(errors_at(path, invalid_atom(atom)))
+            self.errors.append(errors_at(_path_of(where), invalid_atom(atom)))
             return
         if atom.map is not None:
             map_type = atom.map
@@ -85,43 +123,42 @@ class _Reconcile:
                 return
             if not is_atomic and map_type.relationship == ATOMIC:
                 if fields is not None and not fields.is_empty():
-                    self.replace(path)
+                    self.replace(where)
                 return
             if fields is not None:
-                self.children(fields, path, lambda pe: _field_type(map_type, pe))
+                self.map_children(fields, map_type, where)
             return
         if atom.scalar is not None:
             return
         list_type = atom.list
         assert list_type is not None
         if not is_atomic and list_type.relationship == ATOMIC:
-            self.replace(path)
+            self.replace(where)
             return
         if fields is not None:
-            self.children(fields, path, lambda pe: list_type.element)
+            self.list_children(fields, list_type.element, where)
 
-    def children(self, fields: Set, path: Path, type_of: _TypeOf) -> None:
-        members = fields._members
-        below = fields._children
-        for pe in sorted(below):
-            if pe not in members:
-                self.child(pe, below[pe], type_of, path, False)
-        for pe in sorted(members):
-            self.child(pe, below.get(pe), type_of, path, True)
+    def map_children(self, fields: Set, map_type: MapType, where: _Where) -> None:
+        members, below = fields._members, fields._children
+        declared, element = map_type.fields, map_type.element
+        for member in (False, True):
+            elements = members if member else [pe for pe in below if pe not in members]
+            for pe in sorted(elements) if self.ordered else elements:
+                # The entry's type; an entry the map has no type for is left alone.
+                found = declared.get(pe[1]) if pe[0] == _FIELD else None
+                if found is not None:
+                    atom = found.type
+                elif element is not None:
+                    atom = element
+                else:
+                    continue
+                child = below.get(pe) if member else below[pe]
+                self.node(child, atom, (where, pe), member and child is None)
 
-    def child(
-        self, pe: PathElement, fields: Set | None, type_of: _TypeOf, path: Path, member: bool
-    ) -> None:
-        atom = type_of(pe)
-        if atom is _UNKNOWN:
-            return
-        self.node(fields, atom, (*path, pe), member and fields is None)
-
-
-def _field_type(map_type: MapType, pe: PathElement) -> Atom | None:
-    name = pe.field
-    if name is not None:
-        declared = map_type.fields.get(name)
-        if declared is not None:
-            return declared.type
-    return map_type.element if map_type.element is not None else _UNKNOWN
+    def list_children(self, fields: Set, element: Atom, where: _Where) -> None:
+        members, below = fields._members, fields._children
+        for member in (False, True):
+            elements = members if member else [pe for pe in below if pe not in members]
+            for pe in sorted(elements) if self.ordered else elements:
+                child = below.get(pe) if member else below[pe]
+                self.node(child, element, (where, pe), member and child is None)
