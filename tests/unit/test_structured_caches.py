@@ -2,7 +2,8 @@
 decoded FieldsV1 sets (by text and by decoded object), sets written as FieldsV1 (read
 back as the same set only when reading them gives the same texts), shared subtrees of
 field sets, reconciliation's memo, and whole field-manager writes with the caches
-against the same writes with them emptied before each."""
+against the same writes with them emptied before each; and types changed in place are
+walked as they now are (the quick walks keep nothing about a type)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import json
 from typing import Any
 
 import pytest
-from structured_builders import STRING, atomic_list, list_map, struct
+from structured_builders import NUMERIC, STRING, atomic_list, list_map, map_of, set_of, struct
 
 from watchcache.registry.apply_types import builtin_atom
 from watchcache.registry.managed_fields import FieldManager
 from watchcache.structured import fieldpath
+from watchcache.structured.compare import quick_comparison
 from watchcache.structured.fieldpath import (
     Path,
     PathElement,
@@ -28,6 +30,8 @@ from watchcache.structured.fieldpath import (
     shared_set_from_fields_v1,
 )
 from watchcache.structured.reconcile import reconciled_field_set
+from watchcache.structured.schema import ATOMIC, MapType, StructField
+from watchcache.structured.typed import to_field_set
 
 F = PathElement.of_field
 K = PathElement.of_key
@@ -170,7 +174,7 @@ def test_operations_share_subtrees_but_results_change_independently() -> None:
     assert not left.has(p("spec", "e"))
 
 
-# --- reconciliation ------------------------------------------------------------------------
+# --- reconciliation, types changed in place --------------------------------------------------
 
 
 def test_reconciliation_remembers_a_fit_per_type_only() -> None:
@@ -182,6 +186,37 @@ def test_reconciliation_remembers_a_fit_per_type_only() -> None:
     fitted = reconciled_field_set(shared, atomic)
     assert fitted == Set([p("items")])
     assert reconciled_field_set(shared, granular) is None
+
+
+def test_a_type_changed_in_place_is_walked_as_it_now_is() -> None:
+    atom = struct(a=STRING)
+    assert to_field_set({"a": "x"}, atom) == Set([p("a")])
+    assert atom.map is not None
+    atom.map.fields["b"] = StructField("b", NUMERIC)  # grown (a test's schema, not ours)
+    assert to_field_set({"a": "x", "b": 1}, atom) == Set([p("a"), p("b")])
+    atom.map.fields = {"c": StructField("c", set_of(STRING))}  # replaced
+    assert to_field_set({"c": ["x"]}, atom) == Set([p("c", V("x"))])
+    atom.map.fields["c"] = StructField("c", STRING)  # an entry replaced
+    assert to_field_set({"c": "x"}, atom) == Set([p("c")])
+    assert quick_comparison({}, {"c": ["x"]}, atom) is None  # a list for a string
+    labels = map_of(STRING)
+    holder = struct(labels=labels)
+    assert to_field_set({"labels": {"a": "b"}}, holder) == Set([p("labels", "a")])
+    assert labels.map is not None
+    labels.map.relationship = ATOMIC
+    assert to_field_set({"labels": {"a": "b"}}, holder) == Set([p("labels")])
+    labels.map = MapType(element=NUMERIC)
+    assert to_field_set({"labels": {"a": 1}}, holder) == Set([p("labels", "a")])
+    assert quick_comparison({}, {"labels": {"a": "b"}}, holder) is None
+
+
+def test_quick_comparison_of_a_type_changed_in_place() -> None:
+    atom = struct(spec=struct(a=STRING))
+    assert quick_comparison({}, {"spec": {"a": "x"}}, atom) is not None
+    assert atom.map is not None
+    atom.map.fields["spec"] = StructField("spec", struct(b=STRING))
+    # "a" is no longer declared: the general walks report it.
+    assert quick_comparison({}, {"spec": {"a": "x"}}, atom) is None
 
 
 # --- whole writes ---------------------------------------------------------------------------

@@ -50,16 +50,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from watchcache.structured.compare import Comparison, comparison_of
+from watchcache.structured.compare import Comparison, comparison_of, quick_comparison
 from watchcache.structured.fieldpath import Set
-from watchcache.structured.merge import merge_of
+from watchcache.structured.merge import NOT_PLAIN, merge_of, quick_merge
 from watchcache.structured.pathelement import PathElement
 from watchcache.structured.reconcile import reconciled_field_set
 from watchcache.structured.remove import extracted_items, removed_items
 from watchcache.structured.schema import Atom
-from watchcache.structured.tofieldset import field_set
+from watchcache.structured.tofieldset import field_set, quick_field_set
 from watchcache.structured.typedwalk import TypedValueError, ValidationError
-from watchcache.structured.validate import validation_errors
+from watchcache.structured.validate import is_valid, validation_errors
 from watchcache.structured.value import JSON
 
 __all__ = [
@@ -88,6 +88,8 @@ def _bounded(work: Callable[[], _T]) -> _T:
 def validate(value: JSON, atom: Atom, *, allow_duplicates: bool = False) -> None:
     """Raise :class:`TypedValueError` listing every way ``value`` does not fit ``atom``
     (SMD's ``AsTyped``; ``allow_duplicates`` is its ``AllowDuplicates`` option)."""
+    if is_valid(value, atom, allow_duplicates=allow_duplicates):
+        return
     errors = _bounded(lambda: validation_errors(value, atom, allow_duplicates=allow_duplicates))
     if errors:
         raise TypedValueError(errors)
@@ -95,11 +97,17 @@ def validate(value: JSON, atom: Atom, *, allow_duplicates: bool = False) -> None
 
 def to_field_set(value: JSON, atom: Atom) -> Set:
     """The fields ``value`` sets (SMD's ``ToFieldSet``)."""
+    quick = quick_field_set(value, atom)
+    if quick is not None:
+        return quick
     return _bounded(lambda: field_set(value, atom))
 
 
 def compare(lhs: JSON, rhs: JSON, atom: Atom) -> Comparison:
     """What ``rhs`` added, modified and removed relative to ``lhs`` (SMD's ``Compare``)."""
+    quick = quick_comparison(lhs, rhs, atom)
+    if quick is not None:
+        return quick
     result, errors = _bounded(lambda: comparison_of(lhs, rhs, atom))
     if errors:
         raise TypedValueError(errors)
@@ -108,6 +116,9 @@ def compare(lhs: JSON, rhs: JSON, atom: Atom) -> Comparison:
 
 def merge(lhs: JSON, rhs: JSON, atom: Atom) -> JSON:
     """``rhs`` applied over ``lhs`` (SMD's ``Merge``)."""
+    quick = quick_merge(lhs, rhs, atom)
+    if quick is not NOT_PLAIN:
+        return quick
     result, errors = _bounded(lambda: merge_of(lhs, rhs, atom))
     if errors:
         raise TypedValueError(errors)

@@ -24,6 +24,18 @@ so the walkers (:mod:`~watchcache.structured.validate`, ``tofieldset``, ``compar
   or float), got string``); a walk collects them and the public functions raise them
   together as one :class:`TypedValueError` whose text is SMD's ``ValidationErrors.Error()``.
 
+**Quick walks.** Every write walks whole objects several times, and almost every object is
+valid and plain: exact JSON types, no duplicate list elements, each value of the one kind
+its type allows. Each walker therefore has a quick walk for such values, written for
+speed (no paths, no per-node objects, the common cases inline), which raises
+:class:`Irregular` at the first thing it does not handle; the caller then runs the general
+walk, which is the definition and gives SMD's results and texts for everything. The quick
+walks share :data:`SCALAR_TYPES`, :func:`part_of`, :func:`pair_part` and
+:func:`quick_element` from here. They read the types as they are on every walk (nothing
+about a type is kept between walks, so a type changed in place is walked as it now is).
+A quick walk only ever answers what the general walk would; tests run both on generated
+values and compare (tests/unit/test_structured_quick_walks.py).
+
 Costs: O(1) per call except :func:`list_element` (O(keys) plus the key's sort key). Pure;
 thread-safe.
 """
@@ -33,23 +45,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
-from watchcache.structured.pathelement import Path, PathElement, path_string
-from watchcache.structured.schema import ASSOCIATIVE, Atom, ListType, MapType, ScalarKind
+from watchcache.structured.pathelement import (
+    Path,
+    PathElement,
+    key_element,
+    key_element_of,
+    path_string,
+)
+from watchcache.structured.schema import (
+    ASSOCIATIVE,
+    Atom,
+    ListType,
+    MapType,
+    ScalarKind,
+)
 from watchcache.structured.value import JSON, go_sharp_v, go_type, go_v
 from watchcache.wire.gostrconv import go_quote
 
 __all__ = [
+    "LIST",
+    "MAP",
     "MISSING",
+    "NULL",
+    "SCALAR",
+    "SCALAR_TYPES",
     "Effective",
     "ElementError",
+    "Irregular",
     "TypedValueError",
     "ValidationError",
     "deduce",
     "errors_at",
     "invalid_atom",
     "list_element",
+    "pair_part",
+    "part_of",
+    "quick_element",
     "same_effective",
     "scalar_error",
+    "whole_part",
 ]
 
 
@@ -220,3 +254,118 @@ def list_element(list_type: ListType, item: JSON) -> PathElement:
             f"{_go_string_list(keys)} (and doesn't have default values for any key fields)"
         )
     return PathElement.of_key(fields)
+
+
+# --- what the quick walks share -------------------------------------------------------
+
+
+class Irregular(Exception):
+    """A value a quick walk leaves to the general walk (see the module note)."""
+
+
+#: The exact types each scalar kind accepts, as :func:`scalar_error` accepts them from
+#: ``json.loads`` (``untyped`` takes booleans too: they are ints to ``isinstance``). A
+#: value of any other type, subclasses included, is irregular.
+SCALAR_TYPES: Final[dict[str, frozenset[type]]] = {
+    "numeric": frozenset({int, float}),
+    "string": frozenset({str}),
+    "boolean": frozenset({bool}),
+    "untyped": frozenset({str, int, float, bool}),
+}
+
+#: Entries the table of sorted key names holds before it is emptied.
+_SORTED_NAMES_BOUND: Final = 4096
+
+#: The part of an atom a value takes (:func:`part_of`); NULL: a null, which takes the
+#: whole atom.
+NULL, MAP, SCALAR, LIST = range(4)
+
+
+def part_of(atom: Atom, value: object) -> int:
+    """Which part of ``atom`` the present value ``value`` takes, for a value valid for it
+    (validation would find nothing wrong here): MAP, SCALAR, LIST, or NULL for null.
+    Raises :class:`Irregular` for anything else."""
+    kind = type(value)
+    if kind is dict:
+        if atom.map is None:
+            raise Irregular
+        return MAP
+    if kind is list:
+        if atom.list is None:
+            raise Irregular
+        return LIST
+    if value is None:
+        if atom.map is None and atom.scalar is None and atom.list is None:
+            raise Irregular
+        return NULL
+    scalar = atom.scalar
+    if scalar is None:
+        raise Irregular
+    allowed = SCALAR_TYPES.get(scalar)
+    if allowed is None or kind not in allowed:
+        raise Irregular
+    return SCALAR
+
+
+def whole_part(atom: Atom) -> int:
+    """The part a null or absent value takes: SMD's handlers run map, scalar, list."""
+    if atom.map is not None:
+        return MAP
+    return SCALAR if atom.scalar is not None else LIST
+
+
+def pair_part(atom: Atom, lhs: object, rhs: object) -> int:
+    """The part of ``atom`` two present values take together (MAP, SCALAR or LIST), where
+    SMD walks both with one handler. A null takes the whole atom, which is one handler
+    with a value's only when the atom has one part; other mixes (an untyped field that
+    was a map and is now a string) SMD walks twice: :class:`Irregular`."""
+    part = part_of(atom, lhs)
+    other = part_of(atom, rhs)
+    if part != other:
+        single = (atom.map is not None) + (atom.scalar is not None) + (atom.list is not None) == 1
+        if not single or NULL not in (part, other):
+            raise Irregular
+        part = other if part == NULL else part
+    return whole_part(atom) if part == NULL else part
+
+
+_SORTED_NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _sorted_names(keys: tuple[str, ...]) -> tuple[str, ...]:
+    found = _SORTED_NAMES.get(keys)
+    if found is None:
+        if len(_SORTED_NAMES) >= _SORTED_NAMES_BOUND:
+            _SORTED_NAMES.clear()
+        found = _SORTED_NAMES[keys] = tuple(sorted(keys))
+    return found
+
+
+def quick_element(list_type: ListType, item: object) -> PathElement:
+    """:func:`list_element` for an associative list; raises :class:`Irregular` where
+    that raises (and for values that are not JSON)."""
+    if list_type.relationship != ASSOCIATIVE:
+        raise Irregular
+    keys = list_type.keys
+    if keys:
+        if type(item) is not dict:
+            raise Irregular
+        if len(keys) == 1:
+            name = keys[0]
+            if name in item:
+                try:
+                    return key_element(name, item[name])
+                except TypeError:
+                    raise Irregular from None
+        elif all(name in item for name in keys):
+            # Every key field present (a port by number and protocol): no defaults.
+            try:
+                return key_element_of(_sorted_names(keys), item)
+            except TypeError:
+                raise Irregular from None
+    elif type(item) in SCALAR_TYPES["untyped"]:
+        return PathElement.of_value(item)
+    try:
+        return list_element(list_type, item)
+    except (ElementError, TypeError):
+        raise Irregular from None

@@ -35,19 +35,27 @@ changed (a new applier, a new version, a forced takeover of nothing).
 **Conflicts** are ordered by manager name, then by path in set order. (SMD lists them in
 Go map order, which is random; Kubernetes' message groups them by sorted manager.)
 
-Costs per write: validation, the comparison and the reconciliation are each one walk;
-apply adds the merge and, when the applier owned something before, the prune (a few more
-walks and field sets of the object). The inputs are not modified; the returned managers
-are a new dict. Callers: ``registry.managed_fields``.
+Costs per write: an update validates both objects and compares them in one quick walk
+(``compare.quick_comparison``; the parts that did not change cost a C comparison and a
+walk of the new side); an apply validates and merges in one (``merge.quick_merge``) and
+compares the result without walking what the configuration left alone. Objects the quick
+walks do not take (invalid ones, duplicate list elements) are validated and compared by
+the general walks, as before. Reconciliation costs a walk of each manager's set the first
+time it meets the type (``reconcile``'s memo on shared sets); the set algebra costs what
+it changes. When the applier owned something before, the prune adds a few walks and field
+sets of the object. The inputs are not modified; the returned managers are a new dict.
+Callers: ``registry.managed_fields``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from watchcache.structured.compare import Comparison
+from watchcache.structured.compare import Comparison, quick_comparison
 from watchcache.structured.fieldpath import ManagedFields, Path, Set, VersionedSet
+from watchcache.structured.merge import NOT_PLAIN, quick_merge
 from watchcache.structured.pathelement import path_string
 from watchcache.structured.schema import Atom
 from watchcache.structured.typed import (
@@ -127,10 +135,14 @@ def _attribute(
     atom: Atom,
     ignored: Set | None,
     force: bool,
+    comparison: Comparison | None = None,
 ) -> Comparison:
     """SMD's ``Updater.update``: other managers lose what changed (a conflict for
-    ``manager`` unless ``force``), empty managers go; ``managers`` is changed in place."""
-    changes = compare(live, new, atom).excluding(ignored)
+    ``manager`` unless ``force``), empty managers go; ``managers`` is changed in place.
+    ``comparison``: ``compare(live, new)`` when the caller has it already."""
+    if comparison is None:
+        comparison = compare(live, new, atom)
+    changes = comparison.excluding(ignored)
     changed = changes.modified.union(changes.added)
     taken: dict[str, Set] = {}
     for other, versioned in managers.items():
@@ -172,8 +184,12 @@ def update(  # noqa: PLR0917 (SMD's argument order, which callers use)
     """Record a create, update or patch by ``manager`` that turned ``live`` (None for a
     create) into ``new``; returns ``new`` and the managers after it (SMD's
     ``Updater.Update``)."""
-    _checked(new, atom, "new", True)
-    _checked(live, atom, "live", True)
+    # One walk validates both objects and compares them; only objects it leaves to the
+    # general walks are validated apart (raising SMD's errors) and compared after.
+    comparison = quick_comparison(live, new, atom)
+    if comparison is None:
+        _checked(new, atom, "new", True)
+        _checked(live, atom, "live", True)
     fields = _reconciled(managers, atom)
     changes = _attribute(
         live=live,
@@ -183,6 +199,7 @@ def update(  # noqa: PLR0917 (SMD's argument order, which callers use)
         atom=atom,
         ignored=ignored,
         force=True,
+        comparison=comparison,
     )
     previous = fields.get(manager)
     owned = Set() if previous is None else previous.set
@@ -211,10 +228,18 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
     object (None when it equals ``live``) and the managers after it (SMD's
     ``Updater.Apply``). Raises :class:`ConflictsError` when ``config`` changes fields
     other managers own and ``force`` is false."""
-    _checked(config, atom, "config", False)
-    _checked(live, atom, "live", True)
+    # One walk validates both inputs and merges them; inputs it leaves to the general
+    # walks are validated apart (raising SMD's errors) and merged after.
+    merged = quick_merge(live, config, atom)
+    # Values the quick walk merged are valid and plain, so comparing them may skip what
+    # did not change; a pruned value may hold nulls where elements were, so not that.
+    plain = merged is not NOT_PLAIN
+    if not plain:
+        _checked(config, atom, "config", False)
+        _checked(live, atom, "live", True)
     fields = _reconciled(managers, atom)
-    merged = merge(live, config, atom)
+    if not plain:
+        merged = merge(live, config, atom)
     previous = fields.get(manager)
     applied = to_field_set(config, atom)
     if ignored is not None:
@@ -222,6 +247,7 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
     fields[manager] = VersionedSet(applied, version, True)
     if previous is not None and not previous.set.is_empty():
         merged = _prune(merged, fields, previous, atom)
+        plain = False
     _attribute(
         live=live,
         new=merged,
@@ -230,10 +256,26 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
         atom=atom,
         ignored=ignored,
         force=force,
+        comparison=quick_comparison(live, merged, atom, trusted=plain),
     )
-    if values_equal(live, merged):
+    if _unchanged(live, merged, plain):
         return None, fields
     return merged, fields
+
+
+def _unchanged(live: JSON, merged: JSON, plain: bool) -> bool:
+    """``values_equal(live, merged)``, answered in C where it can be: Python's equality
+    tells different values apart (it only takes ``true`` for ``1``); for values the quick
+    walks took (exact JSON types, so their text is a function of their value), equal
+    texts tell equal ones."""
+    try:
+        if live != merged:
+            return False
+        if plain and json.dumps(live, allow_nan=False) == json.dumps(merged, allow_nan=False):
+            return True
+    except (ValueError, RecursionError):
+        pass  # NaN, which equals nothing, not even itself; or nesting C will not follow
+    return values_equal(live, merged)
 
 
 def _prune(merged: JSON, managers: ManagedFields, last: VersionedSet, atom: Atom) -> JSON:

@@ -16,7 +16,8 @@ float, bool and None.
   bytes (code points, the same order for valid text); lists element by element, a prefix
   first; maps as their key-sorted (key, value) pairs, a prefix first.
 * **Equality** (:func:`values_equal`, SMD ``value.Equals``): the order's equality, without
-  building keys.
+  building keys; values Python's equality (in C) finds different are different here too,
+  so only values it finds equal are walked (it takes ``true`` for ``1``).
 * **Text**: :func:`value_string` is ``value.ToString`` (``%v`` floats, ``%q`` strings, map
   entries ``k=v`` run together); :func:`value_json` is the compact JSON json-iterator's
   standard-library configuration writes (sorted keys, ``<>&`` and U+2028/9 escaped in
@@ -90,6 +91,19 @@ def values_equal(lhs: JSON, rhs: JSON) -> bool:
     """SMD's ``value.Equals``: JSON equality where ``1 == 1.0`` but ``true != 1``."""
     if lhs is rhs:
         return True
+    # Python's equality (in C) differs from this one only in taking true for 1 (and false
+    # for 0): values it finds different are different here too.
+    try:
+        if lhs != rhs:
+            return False
+    except RecursionError:
+        pass
+    return _values_equal(lhs, rhs)
+
+
+def _values_equal(lhs: JSON, rhs: JSON) -> bool:
+    if lhs is rhs:
+        return True
     if isinstance(lhs, bool) or isinstance(rhs, bool):
         return isinstance(lhs, bool) and isinstance(rhs, bool) and lhs == rhs
     if isinstance(lhs, str) or isinstance(rhs, str):
@@ -99,12 +113,12 @@ def values_equal(lhs: JSON, rhs: JSON) -> bool:
     if isinstance(lhs, list):
         if not isinstance(rhs, list) or len(lhs) != len(rhs):
             return False
-        return all(values_equal(a, b) for a, b in zip(lhs, rhs, strict=True))
+        return all(_values_equal(a, b) for a, b in zip(lhs, rhs, strict=True))
     if isinstance(lhs, dict):
         if not isinstance(rhs, dict) or len(lhs) != len(rhs):
             return False
         for key, item in lhs.items():
-            if key not in rhs or not values_equal(item, rhs[key]):
+            if key not in rhs or not _values_equal(item, rhs[key]):
                 return False
         return True
     return lhs is None and rhs is None
