@@ -23,6 +23,7 @@
 #include "watchcache/btree_node.hpp"
 #include "watchcache/item.hpp"
 #include "watchcache/reclaim.hpp"
+#include "watchcache/secondary_index_node.hpp"
 
 namespace watchcache {
 namespace detail {
@@ -405,14 +406,19 @@ class BasicTree;
 
 // An immutable version of a tree. O(1) to take and to copy (each copy pins the version).
 // Any number of threads may read one concurrently, without locks, while the writer goes on.
+// It also carries the roots of the tree's secondary indexes at the same version
+// (secondary_index.hpp), if the tree has any: the pin keeps their nodes alive as it keeps
+// the tree's.
 template <unsigned F = kDefaultFanout>
 class BasicSnapshot {
  public:
   BasicSnapshot() = default;
-  BasicSnapshot(const BasicSnapshot& o) : BasicSnapshot(o.domain_, o.view_, o.version_, o.nbytes_) {}
+  BasicSnapshot(const BasicSnapshot& o) : BasicSnapshot(o.domain_, o.view_, o.version_, o.nbytes_) {
+    indexes_ = o.indexes_;
+  }
   BasicSnapshot(BasicSnapshot&& o) noexcept
       : domain_(std::move(o.domain_)), view_(std::exchange(o.view_, {})), version_(o.version_),
-        nbytes_(o.nbytes_) {}
+        nbytes_(o.nbytes_), indexes_(std::move(o.indexes_)) {}
   BasicSnapshot& operator=(BasicSnapshot o) noexcept {
     swap(o);
     return *this;
@@ -425,6 +431,7 @@ class BasicSnapshot {
     std::swap(view_, o.view_);
     std::swap(version_, o.version_);
     std::swap(nbytes_, o.nbytes_);
+    std::swap(indexes_, o.indexes_);
   }
 
   const detail::View<F>& view() const noexcept { return view_; }
@@ -438,6 +445,8 @@ class BasicSnapshot {
   }
   // The reclamation domain, shared with the tree; nullptr for a default-constructed snapshot.
   const std::shared_ptr<detail::ReclaimDomain>& domain() const noexcept { return domain_; }
+  // The secondary indexes' roots at this version; empty when the tree had none.
+  const detail::IndexRootsRef& indexes() const noexcept { return indexes_; }
 
  private:
   friend class BasicTree<F>;
@@ -451,6 +460,7 @@ class BasicSnapshot {
   detail::View<F> view_{};
   std::uint64_t version_ = 0;
   std::size_t nbytes_ = 0;
+  detail::IndexRootsRef indexes_;
 };
 
 // A position in a snapshot that keeps the snapshot alive: valid however the tree changes

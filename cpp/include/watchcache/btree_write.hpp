@@ -4,7 +4,8 @@
 // handing what a write replaced to the reclamation domain (retire_node, retire_item,
 // release_all: reclaim.hpp). What a write does to one node's slots and prefix is
 // btree_node.hpp's; where its node memory comes from is node_memory.hpp's. The rules these
-// follow are at the top of btree.hpp.
+// follow are at the top of btree.hpp. A tree with secondary indexes writes their entries in
+// the same writes (indexes_: secondary_index.hpp); a tree without pays a null test per write.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "watchcache/item.hpp"
 #include "watchcache/node_memory.hpp"
 #include "watchcache/reclaim.hpp"
+#include "watchcache/secondary_index_write.hpp"
 
 namespace watchcache {
 
@@ -63,8 +65,24 @@ class BasicTree {
   // O(1). Later writes copy what they touch instead of changing what the snapshot sees.
   Snapshot snapshot() {
     Snapshot s(domain_, view(), version_, bytes_);
+    if (indexes_) s.indexes_ = indexes_->publish();
     ++version_;
     return s;
+  }
+
+  // Declares a secondary index and fills it from the current contents, O(n log n); later
+  // writes keep it (secondary_index.hpp). std::invalid_argument for an empty name or a
+  // repeated spec, std::length_error past kMaxIndexes; the tree is unchanged then.
+  void add_index(IndexSpec spec) {
+    std::unique_ptr<detail::IndexSet<F>> first = indexes_ ? nullptr : std::make_unique<detail::IndexSet<F>>();
+    (first ? *first : *indexes_).validate(spec);
+    if (first) indexes_ = std::move(first);
+    indexes_->add(*this, std::move(spec), view());
+    settle_node_counts();
+  }
+  // The declared indexes, in declaration order.
+  std::vector<IndexSpec> indexes() const {
+    return indexes_ ? indexes_->specs() : std::vector<IndexSpec>{};
   }
 
   // Inserts or replaces; takes over the caller's reference. Returns true if the key was new.
@@ -72,6 +90,7 @@ class BasicTree {
     if (!ref) throw std::invalid_argument("null item");
     if (size_ >= detail::kMaxItems && !get(ref->key())) throw std::length_error("tree is full");
     const Item* item = ref.release_ownership();
+    displaced_ = nullptr;
     if (!root_) {
       root_ = new_leaf();
       height_ = 1;
@@ -93,6 +112,8 @@ class BasicTree {
       ++height_;
     }
     if (grown.inserted) ++size_;
+    // Before the flush: the displaced item is retired with it and may be freed there.
+    if (indexes_) indexes_->on_put(*this, displaced_, item);
     flush_retired();
     return grown.inserted;
   }
@@ -133,6 +154,7 @@ class BasicTree {
       retire_node(old);
       --height_;
     }
+    if (indexes_) indexes_->on_erase(*this, removed.get());
     flush_retired();
     return removed;
   }
@@ -203,13 +225,18 @@ class BasicTree {
     }
     root_ = level[0];
     size_ = n;
+    if (indexes_) indexes_->rebuild(*this, view());
     settle_node_counts();
   }
 
   // Frees what no live snapshot can reach; returns the bytes freed.
   std::size_t collect() { return domain_->collect(); }
 
-  void check_invariants() const { view().check(version_); }
+  // The tree's structure and every index's agreement with it.
+  void check_invariants() const {
+    view().check(version_);
+    if (indexes_) indexes_->check(view(), version_);
+  }
 
  private:
   // Node memory comes from the writer's stock, and a node no snapshot has seen goes back
@@ -224,6 +251,36 @@ class BasicTree {
   detail::NodeStock& stock_for(bool leaf) noexcept { return stock_[leaf ? 0 : 1]; }
   Leaf* new_leaf() { return allocate<Leaf>(); }
   Inner* new_inner() { return allocate<Inner>(); }
+
+  // Node memory for the secondary indexes (the Host of secondary_index_write.hpp). Their
+  // nodes have the sizes of this tree's leaves and internal nodes, so they come from the
+  // same stock, are counted and retired like the tree's own, and go in the same batch of
+  // retirements (one domain lock per write).
+  friend class detail::IndexSet<F>;
+  static constexpr std::size_t node_size(bool leaf) noexcept { return leaf ? sizeof(Leaf) : sizeof(Inner); }
+  void* take_index_node(bool leaf) {
+    void* n = leaf ? stock_for(true).template take<Leaf>() : stock_for(false).template take<Inner>();
+    owe_nodes(+1, node_size(leaf));
+    bytes_ += node_size(leaf);
+    return n;
+  }
+  void drop_index_node(void* n, std::uint64_t birth, bool leaf) {
+    bytes_ -= node_size(leaf);
+    if (birth == version_) {  // never visible to a snapshot
+      owe_nodes(-1, node_size(leaf));
+      stock_for(leaf).give_back(n);
+      return;
+    }
+    retiring_.push_back(detail::ReclaimDomain::node(n, birth, version_, node_size(leaf)));
+  }
+  void release_index_node(void* n, std::uint64_t birth, std::uint64_t death, bool pinned, bool leaf) {
+    if (pinned) {
+      retiring_.push_back(detail::ReclaimDomain::node(n, birth, death, node_size(leaf)));
+    } else {
+      owe_nodes(-1, node_size(leaf));
+      detail::discard_node(n, node_size(leaf));
+    }
+  }
 
   // Retirements of one write are queued and handed over together (one lock per write).
   // Nothing in the queue is touched again by the writer, so freeing it later is safe.
@@ -388,6 +445,7 @@ class BasicTree {
       lf->keys[pos] = item;  // same key: the inline bytes stay right
       lf->age[pos] = 0;
       bytes_ += item->nbytes();
+      displaced_ = old;
       // Take the reference before retiring: with no snapshot pinning it, the old item
       // may be freed by this very put.
       if (replaced_) *replaced_ = ItemRef::share(old);
@@ -475,6 +533,7 @@ class BasicTree {
   void release_all(std::uint64_t death) {
     if (!root_) return;
     const bool pinned = domain_->oldest_pin() != detail::kForever;
+    if (indexes_) indexes_->release(*this, death, pinned);  // no item is read: before the items go
     release_subtree(root_, death, pinned);
     flush_retired();
   }
@@ -512,6 +571,10 @@ class BasicTree {
   std::uint64_t version_ = 1;
   // Where exchange() wants the replaced item; null outside exchange().
   ItemRef* replaced_ = nullptr;
+  // The item the current put() replaced (null when its key was new), for the indexes.
+  const Item* displaced_ = nullptr;
+  // The secondary indexes; null until add_index().
+  std::unique_ptr<detail::IndexSet<F>> indexes_;
 };
 
 }  // namespace watchcache

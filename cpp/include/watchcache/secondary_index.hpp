@@ -1,0 +1,111 @@
+// Secondary indexes: persistent like the tree, written in the tree's own writes, seen by
+// every snapshot as of its version. This file is the entry point: the design, a map of where
+// each operation is implemented, and the public names. The code is in
+// secondary_index_node.hpp (specs, entry order, node layout, the roots a snapshot carries),
+// secondary_index_read.hpp (walks, ranks, scan_index, count_index, the invariant check) and
+// secondary_index_write.hpp (IndexSet: the writer).
+//
+// What. A tree declares indexes (BasicTree::add_index): a selectable field (pods:
+// spec.nodeName) or a label key; namespace and name need none, they are the key's prefix.
+// An index maps each item's value to the item: scan_index(snapshot, spec, values, opts,
+// pred) returns the items whose value is one of `values`, in key order, from a start key, up
+// to a limit, filtered by a selector — the page scan() returns with that requirement in its
+// selector (same items, next_key and remaining) — and count_index counts the candidates in
+// O(log n). Both work on any snapshot, so at every resourceVersion the cache serves: latest,
+// Exact, and continued pages.
+//
+// Why. The kubelet LIST (issue 24): 150,000 pods on 5,000 nodes, each kubelet asking for its
+// 30; a scan reads 150,000 items for them. Kubernetes' watch cache keeps a map from value to
+// keys for its newest state only; here every snapshot must see its own version's index,
+// because pages and Exact reads are served from old versions.
+//
+// Shape. Each index is a second persistent B+tree, counted like the tree, whose entries are
+// the tree's own item pointers (no copy of an item's bytes, no reference of their own),
+// ordered by (hash of the value, value, key):
+//
+//            [ (h3,v3,k1) | (h7,v7,k4) ]               internal: min entry, child, count
+//             |                 |
+//   [(h3,v3,k1) (h3,v3,k9) (h5..)] [(h7,v7,k4) (h7,v7,k8) ...]      leaves: hash, item
+//
+// A value's entries are one run in key order; an `in` of several values merges their runs
+// (a heap on their current keys). Ordering by the hash first makes every comparison outside
+// the probe's own run an integer compare of the inline hash, even for values that share long
+// prefixes (node names "ip-10-0-12-..."); only equality of values is ever asked, so the
+// order among values does not matter. Inside the run (and on the rare hash collision, which
+// the value then orders) the item is read: its value and key are in its first lines
+// (item.hpp), and a search prefetches the run's items before halving it.
+//
+// Same writes, same versions. BasicTree::put, exchange, take, erase, assign_sorted and
+// clear update the indexes inside the same call, by the same single writer, before the
+// write's retirements go to the reclaim domain (so an entry's old item is still alive while
+// it is compared). An update that keeps the value repoints the entry to the new item (its
+// place is the same); one that changes the value moves it (erase + insert); an item without
+// a label leaves (or never enters) that label's index. Index nodes are copied on write with
+// the tree's rule (born in the current version: written in place; else copied and the
+// original retired) and retired into the tree's own ReclaimDomain with (birth, death), so the
+// version-interval reclamation of reclaim.hpp frees them exactly when it frees the tree's
+// nodes of the same versions. Their sizes are the tree's leaf and internal node sizes (43
+// entries of 16 B per 704 B leaf, 36 children of 28 B per 1,024 B internal node at F=32), so
+// they come from the same stock, go to the same shelves when freed, and join the write's one
+// batch of retirements (one domain lock per write, as before).
+//
+// Snapshots. BasicTree::snapshot() gives the snapshot an IndexRoots record: every index's
+// root, size and height at that version, and the specs. It is shared by the snapshots of a
+// version (and by later ones while no write changed a root), reference counted because
+// snapshots are copied and dropped on any thread; the registry stores snapshots, so it holds
+// the roots of each resourceVersion with no change of its own. The record owns no node: the
+// snapshot's pin does, as for the tree. A tree without indexes gives none (an empty pointer
+// in the snapshot), so its writes and snapshots cost what they did.
+//
+// Invariants (IndexView::check, run by Tree::check_invariants and check_indexes on any
+// snapshot): each index is a valid counted B+tree (fill, counts, separators = the child's
+// minimum entry, births no later than the parent's); entries strictly ascending; every entry
+// is the item the same version's tree holds at its key, under that item's value and hash;
+// and there are as many entries as items with a value — so every item with an indexed value
+// has exactly its entry and no entry is stale. A field index holds every item (an absent
+// field reads as "", as Selector reads it); a label index only the items with the label.
+//
+// Costs (n entries, v values asked, c candidates). Write with one index: one more O(log n)
+// descent and path copy (3-4 nodes at 150k) per put or erase, and on a value change two;
+// reads of items only inside the value's run of the leaf and of ties at internal nodes.
+// Memory: 16 B per entry in a full leaf, about 1 B per entry above it; a bulk load packs
+// leaves full (16.5 B/entry), random inserts leave them ~70% full (~24 B/entry). Snapshot:
+// O(indexes) and one small allocation per version that wrote. scan_index: O(v log n + c
+// log v), against scan()'s O(range); count_index: O(v log n). The measured numbers (memory
+// per entry, writes with and without an index in one run, LIST by node against a full scan)
+// are cpp/bench/index_bench.cpp's (`make bench-native`).
+//
+// Rejected. (1) Entries as items of a second BasicTree keyed by value + NUL + key: an item
+// per entry copies the key (~50 B) and an item header (40 B), over twice the memory target
+// of 48 B per entry, and doubles the item frees. (2) A map value -> persistent set of keys per
+// value: one more level of nodes to copy per write, and counts across values for an `in`
+// need a second structure. (3) Ordering by (value, key) with inline value bytes like the
+// tree's key prefixes: values share long prefixes, so the inline bytes tie and every search
+// reads items; values are only ever compared for equality, which a hash answers. (4) Index
+// roots inline in every snapshot: grows the snapshots of trees without indexes. (5) Keeping
+// only the newest version indexed (as Kubernetes does): pages and Exact reads would fall
+// back to scans exactly when they are old.
+//
+// Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
+//
+// Where each operation is implemented ("node", "read", "write": the three files above;
+// "btree": btree_write.hpp):
+//   declare      BasicTree::add_index (btree) -> IndexSet::validate, add -> build (write)
+//   put          BasicTree::put (btree) -> IndexSet::on_put (write) -> repoint (same value),
+//                or erase and insert -> writable, insert_below, split_off, index_land (node)
+//   erase        BasicTree::take (btree) -> IndexSet::on_erase -> erase -> erase_below,
+//                rebalance (write)
+//   bulk load    BasicTree::assign_sorted (btree) -> IndexSet::rebuild -> build (write)
+//   clear        BasicTree::release_all (btree) -> IndexSet::release (write)
+//   node memory  BasicTree::take_index_node, drop_index_node, release_index_node (btree)
+//   snapshot     BasicTree::snapshot (btree) -> IndexSet::publish (write) -> IndexRoots
+//                (node), held by BasicSnapshot::indexes() (btree_read.hpp)
+//   read         scan_index, count_index (read) -> IndexRun, IndexWalker::seek,
+//                IndexView::rank -> index_land, index_child (node)
+//   invariants   BasicTree::check_invariants, check_indexes -> IndexView::check (read)
+#pragma once
+
+#include "watchcache/btree.hpp"
+#include "watchcache/secondary_index_node.hpp"
+#include "watchcache/secondary_index_read.hpp"
+#include "watchcache/secondary_index_write.hpp"
