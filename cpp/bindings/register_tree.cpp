@@ -1,4 +1,5 @@
-// Tree, Snapshot, ScanResult, Cursor and the range iterator.
+// Tree, Snapshot, ScanResult, Cursor and the range iterator; the secondary indexes' reads
+// (scan_index, count_index) and declarations (secondary_index.hpp).
 //
 // Lifetimes: everything that outlives a call (iterators, cursors, scan results) holds a
 // Snapshot, so it stays valid however the tree changes or is dropped; iterating a Tree
@@ -119,6 +120,105 @@ ScanResult do_scan(const Snapshot& snap, py::handle prefix, py::handle start_at,
   return scan(snap, opts);
 }
 
+// An index named from Python: ("field" | "label", name).
+IndexSpec as_index_spec(py::handle source, py::handle name) {
+  const std::string_view s = as_key(source, "index source");
+  IndexSpec spec;
+  if (s == "field")
+    spec.source = IndexSource::Field;
+  else if (s == "label")
+    spec.source = IndexSource::Label;
+  else
+    throw py::value_error("index source must be 'field' or 'label', not '" + std::string(s) + "'");
+  spec.name = std::string(as_key(name, "index name"));
+  return spec;
+}
+
+// An iterable of (source, name) pairs, each checked before anything is declared.
+std::vector<IndexSpec> as_index_specs(py::handle specs) {
+  std::vector<IndexSpec> out;
+  if (PyUnicode_Check(specs.ptr()))
+    throw py::type_error("indexes must be an iterable of (source, name) pairs, not str");
+  for (py::handle h : py::iter(specs)) {
+    if (!PyTuple_Check(h.ptr()) && !PyList_Check(h.ptr()))
+      throw py::type_error("an index must be a (source, name) pair, not " + type_name(h));
+    const auto pair = py::reinterpret_borrow<py::sequence>(h);
+    if (pair.size() != 2) throw py::type_error("an index must be a (source, name) pair");
+    out.push_back(as_index_spec(pair[0], pair[1]));
+  }
+  return out;
+}
+
+py::list index_spec_list(const std::vector<IndexSpec>& specs) {
+  py::list out;
+  for (const IndexSpec& s : specs)
+    out.append(py::make_tuple(s.source == IndexSource::Field ? "field" : "label", to_str(s.name)));
+  return out;
+}
+
+void add_indexes(Tree& t, const std::vector<IndexSpec>& specs) {
+  for (const IndexSpec& s : specs) t.add_index(s);
+}
+
+// The values of an indexed read: a sequence of str (not a str itself, whose characters would
+// each be taken for a value), copied so that the GIL can be released.
+std::vector<std::string> as_index_values(py::handle values) {
+  if (PyUnicode_Check(values.ptr()))
+    throw py::type_error("values must be a sequence of str, not a single str");
+  std::vector<std::string> out;
+  for (py::handle v : py::iter(values)) out.emplace_back(as_key(v, "index value"));
+  return out;
+}
+
+// The prefix and start of a scan, as do_scan takes them.
+ScanOptions as_scan_range(py::handle prefix, py::handle start_at, py::handle start_after) {
+  ScanOptions opts;
+  opts.prefix = as_key(prefix, "prefix");
+  if (!start_at.is_none() && !start_after.is_none())
+    throw py::value_error("pass start_at or start_after, not both");
+  if (!start_at.is_none()) {
+    opts.start = as_key(start_at, "start_at");
+  } else if (!start_after.is_none()) {
+    opts.start = as_key(start_after, "start_after");
+    opts.start_inclusive = false;
+  }
+  return opts;
+}
+
+const IndexSpec& require_index_in(const Snapshot& snap, const IndexSpec& spec) {
+  const std::optional<detail::IndexView<kDefaultFanout>> v = detail::find_index(snap, spec);
+  if (!v) throw py::key_error("no index on " + describe(spec) + " (declared: " +
+                              std::string(py::str(index_spec_list(snap.indexes().specs()))) + ")");
+  return *v->spec;
+}
+
+ScanResult do_scan_index(const Snapshot& snap, py::handle source, py::handle name, py::handle values,
+                         py::handle prefix, py::handle start_at, py::handle start_after, py::handle limit,
+                         py::handle selector) {
+  const IndexSpec& spec = require_index_in(snap, as_index_spec(source, name));
+  const std::vector<std::string> wanted = as_index_values(values);
+  ScanOptions opts = as_scan_range(prefix, start_at, start_after);
+  opts.limit = as_count(limit, "limit");
+  std::shared_ptr<const Selector> sel;
+  if (!selector.is_none()) {
+    if (!py::isinstance<PySelector>(selector))
+      throw py::type_error("selector must be a Selector, not " + type_name(selector));
+    sel = selector.cast<const PySelector&>().selector;
+  }
+  const std::vector<std::string_view> views(wanted.begin(), wanted.end());
+  py::gil_scoped_release nogil;
+  if (sel && !sel->empty()) return scan_index(snap, spec, views, opts, *sel);
+  return scan_index(snap, spec, views, opts);
+}
+
+std::size_t do_count_index(const Snapshot& snap, py::handle source, py::handle name, py::handle values,
+                           py::handle prefix, py::handle start_at, py::handle start_after) {
+  const IndexSpec& spec = require_index_in(snap, as_index_spec(source, name));
+  const std::vector<std::string> wanted = as_index_values(values);
+  const ScanOptions opts = as_scan_range(prefix, start_at, start_after);
+  return count_index(snap, spec, std::vector<std::string_view>(wanted.begin(), wanted.end()), opts);
+}
+
 // The read-only Mapping face shared by Tree (its current state) and Snapshot.
 template <class Cls, class ViewOf, class SnapshotOf>
 void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
@@ -210,29 +310,52 @@ void bind_read_view(Cls& cls, ViewOf view_of, SnapshotOf snapshot_of) {
           },
           py::arg("prefix") = "", py::kw_only(), py::arg("start_at") = py::none(), py::arg("start_after") = py::none(),
           py::arg("limit") = 0, py::arg("selector") = py::none())
+      .def(
+          "scan_index",
+          [snapshot_of](Self& self, py::handle source, py::handle name, py::handle values, py::handle prefix,
+                        py::handle start_at, py::handle start_after, py::handle limit, py::handle selector) {
+            return do_scan_index(snapshot_of(self), source, name, values, prefix, start_at, start_after, limit,
+                                 selector);
+          },
+          py::arg("source"), py::arg("name"), py::arg("values"), py::kw_only(), py::arg("prefix") = "",
+          py::arg("start_at") = py::none(), py::arg("start_after") = py::none(), py::arg("limit") = 0,
+          py::arg("selector") = py::none())
+      .def(
+          "count_index",
+          [snapshot_of](Self& self, py::handle source, py::handle name, py::handle values, py::handle prefix,
+                        py::handle start_at, py::handle start_after) {
+            return do_count_index(snapshot_of(self), source, name, values, prefix, start_at, start_after);
+          },
+          py::arg("source"), py::arg("name"), py::arg("values"), py::kw_only(), py::arg("prefix") = "",
+          py::arg("start_at") = py::none(), py::arg("start_after") = py::none())
       .def("cursor", [snapshot_of](Self& self) { return Cursor(snapshot_of(self)); })
       .def("check_invariants", [](Self& self) {
-        if constexpr (std::is_same_v<Self, Tree>)
+        if constexpr (std::is_same_v<Self, Tree>) {
           self.check_invariants();
-        else
+        } else {
           self.view().check(detail::kForever);
+          check_indexes(self);
+        }
       });
 }
 
-// Pickled snapshots carry their items; unpickling builds a fresh tree and keeps only its
-// snapshot (the tree itself is dropped: the snapshot's domain keeps the nodes).
+// Pickled snapshots carry their items and index declarations; unpickling builds a fresh
+// tree and keeps only its snapshot (the tree itself is dropped: the snapshot's domain keeps
+// the nodes).
 py::tuple snapshot_state(const Snapshot& snap) {
   py::list entries;
   Walker w(snap.view());
   for (w.seek_first(); w.valid(); w.next()) entries.append(py::cast(PyItem{ItemRef::share(w.item())}));
-  return py::make_tuple(entries);
+  return py::make_tuple(entries, index_spec_list(snap.indexes().specs()));
 }
 
-Snapshot snapshot_from_items(py::handle entries) {
+Snapshot snapshot_from_items(py::handle entries, py::handle indexes) {
+  const std::vector<IndexSpec> specs = as_index_specs(indexes);
   std::vector<ItemRef> items;
   for (py::handle e : py::iter(entries)) items.push_back(entry_to_item(e));
   Tree t;
   t.assign_sorted(std::move(items));
+  add_indexes(t, specs);
   return t.snapshot();
 }
 
@@ -347,6 +470,7 @@ void register_tree(py::module_& m) {
   bind_read_view(
       snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
   snapshot.def_property_readonly("version", &Snapshot::version)
+      .def_property_readonly("indexes", [](const Snapshot& s) { return index_spec_list(s.indexes().specs()); })
       .def_property_readonly("nbytes", &Snapshot::nbytes)
       .def("__reduce__",
            [](const Snapshot& s) {
@@ -356,36 +480,51 @@ void register_tree(py::module_& m) {
       .def("__repr__", [](const Snapshot& s) {
         return "<Snapshot version=" + std::to_string(s.version()) + " len=" + std::to_string(s.size()) + ">";
       });
-  m.def("_snapshot_from_items", &snapshot_from_items);
+  m.def("_snapshot_from_items", &snapshot_from_items, py::arg("entries"), py::arg("indexes") = py::tuple());
 
   py::class_<Tree> tree(m, "Tree");
   bind_read_view(
       tree, [](const Tree& t) { return t.view(); }, [](Tree& t) { return t.snapshot(); });
-  tree.def(py::init([](py::handle items) {
+  tree.def(py::init([](py::handle items, py::handle indexes) {
+             const std::vector<IndexSpec> specs = as_index_specs(indexes);
              auto t = std::make_unique<Tree>();
-             if (items.is_none()) return t;
-             py::object source = py::reinterpret_borrow<py::object>(items);
-             if (PyDict_Check(items.ptr()) ||
-                 py::isinstance(items, py::module_::import("collections.abc").attr("Mapping")))
-               source = source.attr("items")();
-             std::vector<ItemRef> sorted = entries_in_key_order(source);
+             std::vector<ItemRef> sorted;
+             if (!items.is_none()) {
+               py::object source = py::reinterpret_borrow<py::object>(items);
+               if (PyDict_Check(items.ptr()) ||
+                   py::isinstance(items, py::module_::import("collections.abc").attr("Mapping")))
+                 source = source.attr("items")();
+               sorted = entries_in_key_order(source);
+             }
              py::gil_scoped_release nogil;
              t->assign_sorted(std::move(sorted));
+             add_indexes(*t, specs);
              return t;
            }),
-           py::arg("items") = py::none())
+           py::arg("items") = py::none(), py::kw_only(), py::arg("indexes") = py::tuple())
       .def_static("from_sorted",
-                  [](py::handle entries) {
+                  [](py::handle entries, py::handle indexes) {
+                    const std::vector<IndexSpec> specs = as_index_specs(indexes);
                     std::vector<ItemRef> items;
                     for (py::handle e : py::iter(entries)) items.push_back(entry_to_item(e));
                     auto t = std::make_unique<Tree>();
                     {
                       py::gil_scoped_release nogil;
                       t->assign_sorted(std::move(items));
+                      add_indexes(*t, specs);
                     }
                     return t;
                   },
-                  py::arg("entries"))
+                  py::arg("entries"), py::kw_only(), py::arg("indexes") = py::tuple())
+      .def(
+          "add_index",
+          [](Tree& t, py::handle source, py::handle name) {
+            IndexSpec spec = as_index_spec(source, name);
+            py::gil_scoped_release nogil;
+            t.add_index(std::move(spec));
+          },
+          py::arg("source"), py::arg("name"))
+      .def_property_readonly("indexes", [](const Tree& t) { return index_spec_list(t.indexes()); })
       .def("__setitem__",
            [](Tree& t, py::handle key, py::handle value) {
              t.put(make_item(key, value, py::int_(0), py::none(), py::none()));

@@ -164,9 +164,51 @@ class _ReadView:
     ) -> ScanResult:
         """Items whose key starts with prefix, from start_at (inclusive) or start_after
         (exclusive), at most limit (0 = all) of those the selector accepts. GIL released."""
+    def scan_index(
+        self,
+        source: str,
+        name: str,
+        values: Sequence[str],
+        *,
+        prefix: str = "",
+        start_at: str | None = None,
+        start_after: str | None = None,
+        limit: int = 0,
+        selector: Selector | None = None,
+    ) -> ScanResult:
+        """Through the secondary index on ``(source, name)``: the items whose value is one of
+        ``values`` and which ``selector`` accepts, in key order, under ``prefix``, from
+        ``start_at`` / ``start_after``, at most ``limit`` (0 = all). The same page as
+        :meth:`scan` with that requirement added to the selector: the same items, ``next_key``
+        and ``remaining`` (which count the range's items, not the candidates); ``scanned``
+        counts the candidates examined. A field index reads an absent field as ``""``; a
+        label index holds only items with the label. O(v log n + candidates examined · log v)
+        for v values. GIL released. Raises KeyError when there is no such index (a snapshot
+        carries the indexes its tree had when it was taken), ValueError for a source other
+        than "field" or "label", TypeError when ``values`` is a str."""
+    def count_index(
+        self,
+        source: str,
+        name: str,
+        values: Sequence[str],
+        *,
+        prefix: str = "",
+        start_at: str | None = None,
+        start_after: str | None = None,
+    ) -> int:
+        """How many items of the range :meth:`scan_index` reads have one of ``values`` in the
+        index: its candidates without a limit, so the exact count of matching items when the
+        selector is this requirement alone. O(v log n) from the index's subtree counts.
+        Raises like :meth:`scan_index`."""
+    @property
+    def indexes(self) -> list[tuple[str, str]]:
+        """The secondary indexes as ``(source, name)`` pairs: a Tree's declared ones, a
+        Snapshot's those its tree had when it was taken."""
     def cursor(self) -> Cursor: ...
     def check_invariants(self) -> None:
-        """Walk the whole structure; raise RuntimeError on a broken invariant. O(n). For tests."""
+        """Walk the whole structure (and every secondary index against it: each item with an
+        indexed value has exactly its entry, none is stale); raise RuntimeError on a broken
+        invariant. O(n log n). For tests."""
 
 class Snapshot(_ReadView):
     """An immutable view of a Tree at one moment: O(1) to take, safe to read from any thread,
@@ -191,14 +233,29 @@ class Tree(_ReadView):
         items: Iterable[tuple[str, bytes] | tuple[str, bytes, int] | Item]
         | Mapping[str, bytes]
         | None = None,
+        *,
+        indexes: Iterable[tuple[str, str]] = (),
     ) -> None:
         """Builds from entries in any order, the last of equal keys winning, like a dict.
         Sorts, then bulk loads: O(n log n), and consecutive keys' items sit together in
-        memory whatever the input order."""
+        memory whatever the input order. ``indexes``: secondary indexes to declare (see
+        :meth:`add_index`)."""
     @classmethod
-    def from_sorted(cls, entries: Iterable[tuple[str, bytes] | Item]) -> Tree:
-        """Bulk load from strictly ascending keys, packing nodes full. O(n).
-        Raises ValueError when keys are not strictly ascending."""
+    def from_sorted(
+        cls,
+        entries: Iterable[tuple[str, bytes] | Item],
+        *,
+        indexes: Iterable[tuple[str, str]] = (),
+    ) -> Tree:
+        """Bulk load from strictly ascending keys, packing nodes full. O(n) (O(n log n) per
+        index in ``indexes``). Raises ValueError when keys are not strictly ascending."""
+    def add_index(self, source: str, name: str) -> None:
+        """Declare a secondary index on a selectable field or a label key and fill it from
+        the current items, O(n log n). Every later write keeps it, in the same write, and
+        every later snapshot carries it at its own version (:meth:`scan_index`,
+        :meth:`count_index`). About 16-24 B per indexed item; a write with one index copies
+        one more root-to-leaf path. Raises ValueError for an empty name, an index already
+        declared, more than 8 indexes or a source other than "field" or "label"."""
     def __setitem__(self, key: str, value: bytes) -> None: ...
     def __delitem__(self, key: str) -> None: ...
     def put(
