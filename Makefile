@@ -19,7 +19,7 @@ BENCH_PACKAGES := 'matplotlib>=3.8' 'BTrees>=6'
 # Extra arguments to bench/run_all.py, e.g. BENCH_ARGS="--only kep2340,pagination".
 BENCH_ARGS ?=
 
-.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-ab bench-native clean soak fuzz-long asan-python
+.PHONY: run demo test install venv etcd kubectl protos test-cpp test-asan test-tsan test-python lint bench bench-full bench-ab bench-reads bench-native clean soak fuzz-long asan-python
 
 # The apiserver on its own etcd (data in ~/.local/share/watchcache), 10,000 demo configmaps
 # on the first run; Ctrl-C stops both. `make demo` runs the engine demo instead.
@@ -132,6 +132,17 @@ BASE ?=
 AB_ARGS ?=
 bench-ab: install etcd $(VENV)/.bench-stamp
 	$(PY) bench/ab_apiserver.py $(if $(BASE),--base $(BASE)) $(AB_ARGS)
+
+# The read path (bench/read_path.py): GET by name and small LISTs, consistent and at
+# resourceVersion=0, under 32 connections from wrk (Debian's, unpacked under .deps/wrk by
+# scripts/install-wrk.sh without touching the host's apt state), the Python code at BASE
+# (default: the commit before issue 24's read-path work) against the working tree's, beside
+# a bare ASGI app as the floor; a few minutes. READ_ARGS adds options: --full, --uvloop,
+# --contender REV.
+READ_ARGS ?=
+bench-reads: install etcd $(VENV)/.bench-stamp
+	./scripts/install-wrk.sh >/dev/null
+	$(PY) bench/read_path.py $(if $(BASE),--base $(BASE)) $(READ_ARGS)
 
 bench-native:
 	cmake --preset bench >/dev/null
