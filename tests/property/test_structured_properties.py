@@ -203,7 +203,7 @@ def test_fields_v1_round_trips(members: list[Path]) -> None:
 
 def _apply(live: Any, config: Any, managers: ManagedFields, who: str) -> tuple[Any, ManagedFields]:
     obj, after = updater.apply(live, config, "v1", managers, who, ROOT, force=False)
-    return (live if obj is None else obj), after
+    return (live if obj is updater.UNCHANGED else obj), after
 
 
 @settings(max_examples=150, deadline=None)
@@ -215,7 +215,7 @@ def test_apply_is_idempotent(first: dict[str, Any], config: dict[str, Any]) -> N
     except updater.ConflictsError:
         assume(False)
     again, after = updater.apply(live, config, "v1", managers, "me", ROOT, force=False)
-    assert again is None
+    assert again is updater.UNCHANGED
     assert after == managers
 
 

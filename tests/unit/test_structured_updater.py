@@ -73,7 +73,7 @@ class State:
             self.live, config, version, self.managers, manager, self.atom, force=force, **kw
         )
         assert self.managers is not before
-        if obj is not None:
+        if obj is not updater.UNCHANGED:
             self.live = obj
 
     def update(self, manager: str, new: Any, *, version: str = "v1", **kw: Any) -> None:
@@ -171,7 +171,7 @@ def test_an_unchanged_apply_returns_no_object_but_the_managers() -> None:
     obj, managers = updater.apply(
         state.live, {"numeric": 1}, "v1", state.managers, "b", LEAVES, force=False
     )
-    assert obj is None
+    assert obj is updater.UNCHANGED
     assert {name: [path_string(q) for q in vs.set] for name, vs in managers.items()} == {
         "a": [".numeric"],
         "b": [".numeric"],

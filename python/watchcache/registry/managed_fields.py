@@ -67,7 +67,7 @@ from watchcache.structured.fieldpath import (
 )
 from watchcache.structured.schema import Atom
 from watchcache.structured.typed import TypedValueError, compare, to_field_set
-from watchcache.structured.updater import Conflict, ConflictsError
+from watchcache.structured.updater import UNCHANGED, Conflict, ConflictsError
 from watchcache.structured.updater import apply as smd_apply
 from watchcache.structured.updater import update as smd_update
 from watchcache.wire import gojson
@@ -610,7 +610,7 @@ class FieldManager:
             ) from None
         _strip_identity_fields(fields, identity)
         managed.fields = fields
-        if result is None:
+        if result is UNCHANGED:
             # Nothing changed: the time of the apply stays as it was.
             return _copied(live), managed
         managed.times[identity] = self._clock()

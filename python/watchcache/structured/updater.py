@@ -29,7 +29,7 @@ reset fields of the endpoint (``status`` for the main resource, everything else 
 an applier never owns them.
 
 **No-op apply.** When the merged and pruned object equals the live one, :func:`apply`
-returns None for the object (SMD's nil) together with the managers, which may still have
+returns :data:`UNCHANGED` for the object (SMD's nil; not None, which a prune can leave) together with the managers, which may still have
 changed (a new applier, a new version, a forced takeover of nothing).
 
 **Conflicts** are ordered by manager name, then by path in set order. (SMD lists them in
@@ -71,7 +71,20 @@ from watchcache.structured.typedwalk import Operand
 from watchcache.structured.value import JSON, values_equal
 from watchcache.wire.gostrconv import go_quote
 
-__all__ = ["Conflict", "ConflictsError", "apply", "update"]
+__all__ = ["UNCHANGED", "Conflict", "ConflictsError", "Unchanged", "apply", "update"]
+
+
+class Unchanged:
+    """The object :func:`apply` answers when the merged object equals the live one (SMD's
+    nil object). Not None: an apply may also leave the whole object null."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +238,7 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
     ignored: Set | None = None,
 ) -> tuple[JSON, ManagedFields]:
     """Apply ``config`` for ``manager`` to ``live`` (None for a create): returns the new
-    object (None when it equals ``live``) and the managers after it (SMD's
+    object (:data:`UNCHANGED` when it equals ``live``) and the managers after it (SMD's
     ``Updater.Apply``). Raises :class:`ConflictsError` when ``config`` changes fields
     other managers own and ``force`` is false."""
     # One walk validates both inputs and merges them; inputs it leaves to the general
@@ -259,7 +272,7 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
         comparison=quick_comparison(live, merged, atom, trusted=plain),
     )
     if _unchanged(live, merged, plain):
-        return None, fields
+        return UNCHANGED, fields
     return merged, fields
 
 
