@@ -29,8 +29,9 @@ reset fields of the endpoint (``status`` for the main resource, everything else 
 an applier never owns them.
 
 **No-op apply.** When the merged and pruned object equals the live one, :func:`apply`
-returns :data:`UNCHANGED` for the object (SMD's nil; not None, which a prune can leave) together with the managers, which may still have
-changed (a new applier, a new version, a forced takeover of nothing).
+returns :data:`UNCHANGED` for the object (SMD's nil; not None, which a prune can leave)
+together with the managers, which may still have changed (a new applier, a new version, a
+forced takeover of nothing).
 
 **Conflicts** are ordered by manager name, then by path in set order. (SMD lists them in
 Go map order, which is random; Kubernetes' message groups them by sorted manager.)
