@@ -1688,9 +1688,9 @@ def test_fuzz_custom_object_writes_answer_2xx_or_4xx(
     requests on the created object (or a dry run on a seeded one): PUT, ``/status``,
     patches of every type (strategic: 415; server-side apply mostly of a well-formed
     configuration, with or without a field manager and force), ``/scale`` read, PUT
-    with a Scale body in any media type, and patched; Table lists with ``spec.*`` field selectors. Everything
-    answers a 2xx object or a 4xx Status; an accepted object reads back; created objects
-    are deleted at the end."""
+    with a Scale body in any media type, and patched; Table lists with ``spec.*`` field
+    selectors. Everything answers a 2xx object or a 4xx Status; an accepted object reads
+    back; created objects are deleted at the end."""
     INPUTS["http-custom"] += 1
     dry_run = data.draw(st.integers(0, 4)) == 0
     obj = data.draw(kube_fuzz.custom_objects(target.schema, target.api_version, target.kind))
