@@ -21,19 +21,22 @@
 //
 // Shape. Each index is a second persistent B+tree, counted like the tree, whose entries are
 // the tree's own item pointers (no copy of an item's bytes, no reference of their own),
-// ordered by (hash of the value, value, key):
+// ordered by (32-bit hash of the value, value, key):
 //
-//            [ (h3,v3,k1) | (h7,v7,k4) ]               internal: min entry, child, count
-//             |                 |
-//   [(h3,v3,k1) (h3,v3,k9) (h5..)] [(h7,v7,k4) (h7,v7,k8) ...]      leaves: hash, item
+//                  [ h3 | h7 ]                  internal: min entry's hash, count, child
+//                   |      |
+//   [(h3 item) (h3 item) (h5 item)] [(h7 item) (h7 item) ...]     leaves: hash, item
 //
 // A value's entries are one run in key order; an `in` of several values merges their runs
 // (a heap on their current keys). Ordering by the hash first makes every comparison outside
 // the probe's own run an integer compare of the inline hash, even for values that share long
 // prefixes (node names "ip-10-0-12-..."); only equality of values is ever asked, so the
-// order among values does not matter. Inside the run (and on the rare hash collision, which
-// the value then orders) the item is read: its value and key are in its first lines
-// (item.hpp), and a search prefetches the run's items before halving it.
+// order among values does not matter. Inside the run (and on a hash collision, which the
+// value then orders) items are read, as few as can be (index_land): a write that repoints or
+// removes an entry finds it by its item pointer, and a search by key reads keys alone and
+// confirms its landing by the values of its two neighbours. An internal slot keeps only the
+// hash of its child's minimum entry (16 B a slot: hash, count, child); a tie reads the entry
+// from the child's leftmost leaf.
 //
 // Same writes, same versions. BasicTree::put, exchange, take, erase, assign_sorted and
 // clear update the indexes inside the same call, by the same single writer, before the
@@ -44,10 +47,11 @@
 // the tree's rule (born in the current version: written in place; else copied and the
 // original retired) and retired into the tree's own ReclaimDomain with (birth, death), so the
 // version-interval reclamation of reclaim.hpp frees them exactly when it frees the tree's
-// nodes of the same versions. Their sizes are the tree's leaf and internal node sizes (43
-// entries of 16 B per 704 B leaf, 36 children of 28 B per 1,024 B internal node at F=32), so
-// they come from the same stock, go to the same shelves when freed, and join the write's one
-// batch of retirements (one domain lock per write, as before).
+// nodes of the same versions. Their sizes are the tree's leaf and internal node sizes (56
+// entries of 12 B per 704 B leaf, 62 children of 16 B per 1,024 B internal node at F=32:
+// three levels hold 150,000 entries), so they come from the same stock, go to the same
+// shelves when freed, and join the write's one batch of retirements (one domain lock per
+// write, as before).
 //
 // Snapshots. BasicTree::snapshot() gives the snapshot an IndexRoots record: every index's
 // root, size and height at that version, and the specs. It is shared by the snapshots of a
@@ -58,33 +62,40 @@
 // in the snapshot), so its writes and snapshots cost what they did.
 //
 // Invariants (IndexView::check, run by Tree::check_invariants and check_indexes on any
-// snapshot): each index is a valid counted B+tree (fill, counts, separators = the child's
-// minimum entry, births no later than the parent's); entries strictly ascending; every entry
+// snapshot): each index is a valid counted B+tree (fill, counts, separators = the hash of
+// the child's minimum entry, births no later than the parent's); entries strictly ascending; every entry
 // is the item the same version's tree holds at its key, under that item's value and hash;
 // and there are as many entries as items with a value — so every item with an indexed value
 // has exactly its entry and no entry is stale. A field index holds every item (an absent
 // field reads as "", as Selector reads it); a label index only the items with the label.
 //
 // Costs (n entries, v values asked, c candidates). Write with one index: one more O(log n)
-// descent and path copy (3-4 nodes at 150k) per put or erase, and on a value change two;
-// reads of items only inside the value's run of the leaf and of ties at internal nodes.
-// Memory: 16 B per entry in a full leaf, about 1 B per entry above it; a bulk load packs
-// leaves full (16.5 B/entry), random inserts leave them ~70% full (~24 B/entry). Snapshot:
-// O(indexes) and one small allocation per version that wrote. scan_index: O(v log n + c
-// log v), against scan()'s O(range); count_index: O(v log n). The measured numbers (memory
-// per entry, writes with and without an index in one run, LIST by node against a full scan)
-// are cpp/bench/index_bench.cpp's (`make bench-native`).
+// descent and path copy (3 nodes at 150k entries, ~2.4 KB) per put or erase, two on a value
+// change; items are read only at hash ties. Memory: 12 B per entry in a full leaf, under 1 B
+// above it: measured 12.6 B RSS per entry bulk-built, 18.7 B grown by random puts (target
+// 48). A snapshot after a write pins the index path too: 11.3 KB per stored snapshot against
+// 5.2 KB without. Measured at 150,000 pods on 5,000 nodes (cpp/bench/index_bench.cpp and
+// bench/index_apply_cost.py, same-run ratios, 2 shared cores): the watch cache's write step
+// (snapshot, registry, put) takes 1.8x the time with the index when the pod keeps its node
+// (+1.1 us, the repoint's path copy) and 3.3x when it moves (+3.3 us: two paths and a search
+// by key); WatchCache.apply takes 1.15-1.3x (keeps) and 1.75-1.85x (moves). A LIST of one
+// node's 30 pods takes 5 us against 19 ms for the full scan; count_index of a node ~1 us.
+// Snapshot: O(indexes) and one small allocation per version that wrote. scan_index: O(v log
+// n + c log v), against scan()'s O(range); count_index: O(v log n).
 //
 // Rejected. (1) Entries as items of a second BasicTree keyed by value + NUL + key: an item
 // per entry copies the key (~50 B) and an item header (40 B), over twice the memory target
-// of 48 B per entry, and doubles the item frees. (2) A map value -> persistent set of keys per
-// value: one more level of nodes to copy per write, and counts across values for an `in`
-// need a second structure. (3) Ordering by (value, key) with inline value bytes like the
-// tree's key prefixes: values share long prefixes, so the inline bytes tie and every search
-// reads items; values are only ever compared for equality, which a hash answers. (4) Index
-// roots inline in every snapshot: grows the snapshots of trees without indexes. (5) Keeping
-// only the newest version indexed (as Kubernetes does): pages and Exact reads would fall
-// back to scans exactly when they are old.
+// of 48 B per entry, and doubles the item frees. (2) The first layout here: 64-bit hashes
+// and the separator's item in internal slots (16 and 28 B slots, four levels at 150,000
+// entries): a write read as many lines and wrote a sixth more (callgrind, write_probe-like
+// loop), and internal ties are few. (3) A map value -> persistent set of keys per value: one
+// more level of nodes to copy per write, and counts across values for an `in` need a second
+// structure. (4) Ordering by (value, key) with inline value bytes like the tree's key
+// prefixes: values share long prefixes, so the inline bytes tie and every search reads
+// items; values are only ever compared for equality, which a hash answers. (5) Index roots
+// inline in every snapshot: grows the snapshots of trees without indexes. (6) Keeping only
+// the newest version indexed (as Kubernetes does): pages and Exact reads would fall back to
+// scans exactly when they are old.
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //

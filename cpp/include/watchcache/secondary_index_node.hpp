@@ -56,10 +56,15 @@ inline std::string_view entry_value(const Item& item, const IndexSpec& spec) noe
   return indexed_value(item, spec).value_or(std::string_view{});
 }
 
-// 64-bit FNV-1a with murmur3's finalizer: entries are ordered by this first, so that a value's
-// entries are one run and values that share long prefixes ("ip-10-0-12-") still differ in the
-// inline integer. Only equality of values is ever asked, so hash order loses nothing.
-inline std::uint64_t value_hash(std::string_view v) noexcept {
+// The inline hash entries are ordered by first: the high half of 64-bit FNV-1a with
+// murmur3's finalizer. Ordering by it makes a value's entries one run and lets values that
+// share long prefixes ("ip-10-0-12-") differ in the inline integer; only equality of values
+// is ever asked, so hash order loses nothing. 32 bits: a node holds a third more entries
+// than with 64 (fewer levels, fewer bytes copied per write), and values whose hashes collide
+// are still told apart, by the value (compare_entry).
+using IndexHash = std::uint32_t;
+
+inline IndexHash value_hash(std::string_view v) noexcept {
   std::uint64_t h = 1469598103934665603ull;
   for (const char c : v) {
     h ^= static_cast<unsigned char>(c);
@@ -70,28 +75,31 @@ inline std::uint64_t value_hash(std::string_view v) noexcept {
   h ^= h >> 33;
   h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 33;
-  return h;
+  return static_cast<IndexHash>(h >> 32);
 }
 
 // A position in an index's order: (hash, value, key). With past_run, after every key of the
-// value (the end of its run).
+// value (the end of its run). `entry`, when set, is the item whose entry the probe names
+// (the writer knows it when it repoints or removes one): a slot holding that very pointer
+// is the probe's, which a search then finds without reading any item.
 struct IndexProbe {
-  std::uint64_t hash = 0;
+  IndexHash hash = 0;
   std::string_view value;
   std::string_view key;
   bool past_run = false;
+  const Item* entry = nullptr;
 
-  static IndexProbe at(std::string_view value, std::string_view key) noexcept {
-    return {value_hash(value), value, key, false};
+  // Where `item`'s entry under `value` goes; `present` when the index holds it now.
+  static IndexProbe of(const Item* item, std::string_view value, bool present) noexcept {
+    return {value_hash(value), value, item->key(), false, present ? item : nullptr};
   }
-  static IndexProbe after_run(std::string_view value) noexcept { return {value_hash(value), value, {}, true}; }
 };
 
 inline int sign(int c) noexcept { return (c > 0) - (c < 0); }
 
 // The entry (h, it) against the probe: -1 below, 0 equal, 1 above. Reads the item only when
 // the hashes tie, which within a node means the probe's own value's run (or a collision).
-inline int compare_entry(std::uint64_t h, const Item* it, const IndexProbe& p, const IndexSpec& spec) noexcept {
+inline int compare_entry(IndexHash h, const Item* it, const IndexProbe& p, const IndexSpec& spec) noexcept {
   if (h != p.hash) return h < p.hash ? -1 : 1;
   if (const int c = entry_value(*it, spec).compare(p.value)) return sign(c);
   if (p.past_run) return -1;
@@ -107,16 +115,18 @@ struct IndexNode {
 
 // An index node occupies exactly the memory of the tree's node of the same kind, so the two
 // share the writer's stock and the reclaim domain's shelves (node_memory.hpp), whose two
-// shelves are claimed by size: a third size would take one of them from the tree.
+// shelves are claimed by size: a third size would take one of them from the tree. The
+// capacities leave 8 bytes for the padding between the arrays.
 template <unsigned F>
 struct IndexLeaf : IndexNode {
   static constexpr std::size_t kBytes = sizeof(Leaf<F>);
   static constexpr unsigned kCapacity =
-      static_cast<unsigned>((kBytes - sizeof(IndexNode)) / (sizeof(std::uint64_t) + sizeof(const Item*)));
-  std::uint64_t hash[kCapacity];  // value_hash of the entry's value
-  const Item* item[kCapacity];    // the entry: the tree's own item, no reference of its own
+      static_cast<unsigned>((kBytes - sizeof(IndexNode) - 8) / (sizeof(IndexHash) + sizeof(const Item*)));
+  IndexHash hash[kCapacity];    // value_hash of the entry's value
+  const Item* item[kCapacity];  // the entry: the tree's own item, no reference of its own
   explicit IndexLeaf(std::uint64_t b) noexcept : IndexNode(b, true) {}
 
+  const Item* entry_item(unsigned i) const noexcept { return item[i]; }
   template <class Fn>
   static void zip_slots(IndexLeaf& dst, const IndexLeaf& src, Fn&& fn) {
     fn(dst.hash, src.hash);
@@ -124,18 +134,26 @@ struct IndexLeaf : IndexNode {
   }
 };
 
+// An internal slot keeps the hash of its child's minimum entry, not the entry: a search
+// reads the entry (leftmost leaf of the child, then its item) only when the hash ties the
+// probe's, and a slot is 16 bytes instead of 24 (so 62 children at F=32: three levels of
+// index hold 150,000 entries where 24-byte slots needed four).
 template <unsigned F>
 struct IndexInner : IndexNode {
   static constexpr std::size_t kBytes = sizeof(Inner<F>);
   static constexpr unsigned kCapacity = static_cast<unsigned>(
-      (kBytes - sizeof(IndexNode)) /
-      (sizeof(std::uint64_t) + sizeof(const Item*) + sizeof(IndexNode*) + sizeof(Count)));
-  std::uint64_t hash[kCapacity];  // the child's minimum entry: its hash
-  const Item* item[kCapacity];    // ... and its item (so a separator never outlives its bytes)
+      (kBytes - sizeof(IndexNode) - 8) / (sizeof(IndexHash) + sizeof(Count) + sizeof(IndexNode*)));
+  IndexHash hash[kCapacity];  // the hash of the child's minimum entry
+  Count count[kCapacity];     // entries below the child
   IndexNode* child[kCapacity];
-  Count count[kCapacity];  // entries below the child
   explicit IndexInner(std::uint64_t b) noexcept : IndexNode(b, false) {}
 
+  // The item of the child's minimum entry (the separator's entry).
+  const Item* entry_item(unsigned i) const noexcept {
+    const IndexNode* nd = child[i];
+    while (!nd->leaf) nd = static_cast<const IndexInner*>(nd)->child[0];
+    return static_cast<const IndexLeaf<F>*>(nd)->item[0];
+  }
   std::uint64_t total() const noexcept {
     std::uint64_t t = 0;
     for (unsigned i = 0; i < n; ++i) t += count[i];
@@ -144,9 +162,8 @@ struct IndexInner : IndexNode {
   template <class Fn>
   static void zip_slots(IndexInner& dst, const IndexInner& src, Fn&& fn) {
     fn(dst.hash, src.hash);
-    fn(dst.item, src.item);
-    fn(dst.child, src.child);
     fn(dst.count, src.count);
+    fn(dst.child, src.child);
   }
 };
 
@@ -154,9 +171,9 @@ template <unsigned F>
 inline constexpr bool kIndexNodesFit = sizeof(IndexLeaf<F>) <= IndexLeaf<F>::kBytes &&
                                        sizeof(IndexInner<F>) <= IndexInner<F>::kBytes &&
                                        IndexLeaf<F>::kCapacity >= 4 && IndexInner<F>::kCapacity >= 4;
-// The build's fan-out: 43 entries per leaf, 36 children per internal node (the design note).
+// The build's fan-out: 56 entries per leaf, 62 children per internal node (the design note).
 static_assert(kIndexNodesFit<kDefaultFanout>);
-static_assert(IndexLeaf<32>::kCapacity == 43 && IndexInner<32>::kCapacity == 36);
+static_assert(IndexLeaf<32>::kCapacity == 56 && IndexInner<32>::kCapacity == 62);
 
 template <unsigned F>
 inline IndexLeaf<F>* as_index_leaf(IndexNode* n) noexcept { return static_cast<IndexLeaf<F>*>(n); }
@@ -169,33 +186,56 @@ inline const IndexInner<F>* as_index_inner(const IndexNode* n) noexcept {
   return static_cast<const IndexInner<F>*>(n);
 }
 
+// Asks for every line of a node as soon as its address is known, as btree_read.hpp's
+// prefetch_node does for the tree: a search reads a few of them and a copy all it uses, and
+// fetched together their misses overlap instead of arriving one after another.
+template <unsigned F>
+inline void prefetch_index_node(const IndexNode* nd) noexcept {
+  const char* p = reinterpret_cast<const char*>(nd);
+  for (std::size_t off = 0; off < IndexInner<F>::kBytes; off += 64) __builtin_prefetch(p + off);
+}
+
 // Minimum fill of a non-root node.
 template <class Kind>
 inline constexpr unsigned kIndexMinFill = Kind::kCapacity / 2;
 
-// Asks for the first lines of the items a search inside [lo, hi) may compare: all of them
-// when few, else those the first three halvings read. A comparison there reads the item's
-// value and key (in its first lines: item.hpp), a cache miss each, and the halvings would
-// otherwise pay them one after another.
+// Asks for the lines of the items a search inside a leaf's [lo, hi) may compare: all of
+// them when few, else those the first three halvings read. A comparison reads the item's
+// header and key (its first three lines for a pod: item.hpp puts the key right after the
+// length table), a cache miss each, and the halvings would otherwise pay them one after
+// another. An internal node's entries are further away (in its children): not prefetched.
 template <class Kind>
 inline void prefetch_run(const Kind* nd, unsigned lo, unsigned hi) noexcept {
-  auto fetch = [](const Item* it) {
-    const char* p = reinterpret_cast<const char*>(it);
-    __builtin_prefetch(p);
-    __builtin_prefetch(p + 64);
-  };
-  const unsigned width = hi - lo;
-  if (width <= 16) {
-    for (unsigned i = lo; i < hi; ++i) fetch(nd->item[i]);
-    return;
+  if constexpr (requires { nd->item; }) {
+    auto fetch = [](const Item* it) {
+      const char* p = reinterpret_cast<const char*>(it);
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + 64);
+      __builtin_prefetch(p + 128);
+    };
+    const unsigned width = hi - lo;
+    if (width <= 16) {
+      for (unsigned i = lo; i < hi; ++i) fetch(nd->item[i]);
+      return;
+    }
+    for (unsigned k = 1; k < 8; ++k) fetch(nd->item[lo + width * k / 8]);
   }
-  for (unsigned k = 1; k < 8; ++k) fetch(nd->item[lo + width * k / 8]);
 }
 
 // Where a probe lands in a node: the first slot >= the probe (kStrict=false) or > it
 // (kStrict=true), and whether an entry equal to the probe was met (as btree_read.hpp's
-// Landing). The inline hashes narrow the search to the probe's run without reading an item;
-// only inside it are items compared.
+// Landing). The inline hashes narrow the search to the probe's run without reading an item
+// (the range of slots with the probe's hash); only inside it are entries read, and as few
+// as can be, because each is a cache miss or two:
+//  - in a leaf, the probe's own entry is found by its pointer when the writer names it;
+//  - in a leaf, a probe with a key is searched for by keys alone (a value sits past the
+//    labels and fields, another line of each item; a key right after the header), then the
+//    landing is confirmed by its two neighbours, whose lines were just read: if both have
+//    the probe's value and keys on either side of it, it is right, the range being ordered
+//    by (value, key); if not (hash collision), the full comparison decides;
+//  - otherwise, when the range's first and last entries have the probe's value, so has every
+//    entry between them: a probe at the end or start of the run lands at the range's end or
+//    start, and any other compares keys alone.
 struct IndexLanding {
   unsigned pos = 0;
   bool equal = false;
@@ -203,16 +243,57 @@ struct IndexLanding {
 
 template <bool kStrict, class Kind>
 inline IndexLanding index_land(const Kind* nd, const IndexProbe& p, const IndexSpec& spec) noexcept {
-  const std::uint64_t* first = nd->hash;
-  const std::uint64_t* last = nd->hash + nd->n;
+  const IndexHash* first = nd->hash;
+  const IndexHash* last = nd->hash + nd->n;
   unsigned lo = static_cast<unsigned>(std::lower_bound(first, last, p.hash) - first);
   unsigned hi = static_cast<unsigned>(std::upper_bound(first + lo, last, p.hash) - first);
   if (lo == hi) return {lo, false};
+  if constexpr (requires { nd->item; }) {
+    if (p.entry) {
+      for (unsigned i = lo; i < hi; ++i)
+        if (nd->item[i] == p.entry) return {kStrict ? i + 1 : i, true};
+    }
+    if (!p.past_run && !p.key.empty()) {
+      prefetch_run(nd, lo, hi);
+      const auto key_vs_probe = [&](unsigned i) { return sign(nd->item[i]->key().compare(p.key)); };
+      unsigned a = lo, b = hi;
+      while (a < b) {
+        const unsigned mid = (a + b) / 2;
+        const int r = key_vs_probe(mid);
+        if (kStrict ? r <= 0 : r < 0)
+          a = mid + 1;
+        else
+          b = mid;
+      }
+      const bool below_ok = a == lo || (entry_value(*nd->item[a - 1], spec) == p.value &&
+                                        (kStrict ? key_vs_probe(a - 1) <= 0 : key_vs_probe(a - 1) < 0));
+      const bool above_ok = a == hi || (entry_value(*nd->item[a], spec) == p.value &&
+                                        (kStrict ? key_vs_probe(a) > 0 : key_vs_probe(a) >= 0));
+      if (below_ok && above_ok) {
+        const bool equal = kStrict ? a > lo && key_vs_probe(a - 1) == 0 : a < hi && key_vs_probe(a) == 0;
+        return {a, equal};
+      }
+    }
+  }
   prefetch_run(nd, lo, hi);
+  const unsigned first_at = lo, last_at = hi - 1;
+  const Item* first_entry = nd->entry_item(first_at);
+  const Item* last_entry = last_at == first_at ? first_entry : nd->entry_item(last_at);
+  const bool one_value = entry_value(*first_entry, spec) == p.value &&
+                         (last_entry == first_entry || entry_value(*last_entry, spec) == p.value);
+  if (one_value && (p.past_run || p.key.empty()))  // no key of the run ties: it is all on one side
+    return {p.past_run ? hi : lo, false};
   bool equal = false;
   while (lo < hi) {
     const unsigned mid = (lo + hi) / 2;
-    const int r = compare_entry(nd->hash[mid], nd->item[mid], p, spec);
+    const Item* it = mid == first_at ? first_entry : mid == last_at ? last_entry : nd->entry_item(mid);
+    int r;
+    if (it == p.entry)
+      r = 0;
+    else if (one_value)
+      r = sign(it->key().compare(p.key));
+    else
+      r = compare_entry(nd->hash[mid], it, p, spec);
     equal |= r == 0;
     if (kStrict ? r <= 0 : r < 0)
       lo = mid + 1;

@@ -45,6 +45,7 @@ struct IndexView {
       const unsigned i = index_child<F>(in, p, *spec);
       for (unsigned j = 0; j < i; ++j) r += in->count[j];
       nd = in->child[i];
+      prefetch_index_node<F>(nd);
     }
     return r + index_land<kStrict>(as_index_leaf<F>(nd), p, *spec).pos;
   }
@@ -53,7 +54,7 @@ struct IndexView {
   // open. O(log n).
   std::size_t count_run(std::string_view value, std::optional<std::string_view> from, bool from_inclusive,
                         std::optional<std::string_view> to) const noexcept {
-    const std::uint64_t h = value_hash(value);
+    const IndexHash h = value_hash(value);
     const IndexProbe lo{h, value, from.value_or(std::string_view{}), false};
     const std::size_t a = from && !from_inclusive ? rank<true>(lo) : rank<false>(lo);
     const IndexProbe hi = to ? IndexProbe{h, value, *to, false} : IndexProbe{h, value, {}, true};
@@ -89,7 +90,7 @@ struct IndexView {
   struct Checked {
     const View<F>& main;
     const Item* prev_item;
-    std::uint64_t prev_hash;
+    IndexHash prev_hash;
     std::size_t leaves_depth;
   };
 
@@ -127,11 +128,8 @@ struct IndexView {
     for (unsigned i = 0; i < nd->n; ++i) {
       const IndexNode* c = in->child[i];
       if (c->n == 0) fail("empty child");
-      const auto names_min = [&](const auto* kind) {
-        return in->hash[i] == kind->hash[0] && in->item[i] == kind->item[0];
-      };
-      if (!(c->leaf ? names_min(as_index_leaf<F>(c)) : names_min(as_index_inner<F>(c))))
-        fail("separator is not the child's minimum entry");
+      const IndexHash min_hash = c->leaf ? as_index_leaf<F>(c)->hash[0] : as_index_inner<F>(c)->hash[0];
+      if (in->hash[i] != min_hash) fail("separator is not the hash of the child's minimum entry");
       const std::size_t sub = check_node(c, depth + 1, nd->birth, state, fail);
       if (sub != in->count[i]) fail("stale subtree count");
       total += sub;
@@ -169,7 +167,7 @@ class IndexWalker {
   const IndexLeaf<F>* leaf() const noexcept { return as_index_leaf<F>(node_[leaf_level()]); }
   unsigned slot() const noexcept { return idx_[leaf_level()]; }
   const Item* item() const noexcept { return leaf()->item[slot()]; }
-  std::uint64_t hash() const noexcept { return leaf()->hash[slot()]; }
+  IndexHash hash() const noexcept { return leaf()->hash[slot()]; }
 
   // The first entry >= p (strict=false) or > p (strict=true).
   bool seek(const IndexProbe& p, bool strict) noexcept {
@@ -182,6 +180,7 @@ class IndexWalker {
       node_[level] = nd;
       idx_[level] = static_cast<std::uint16_t>(i);
       nd = as_index_inner<F>(nd)->child[i];
+      prefetch_index_node<F>(nd);
       ++level;
     }
     const auto* lf = as_index_leaf<F>(nd);
@@ -264,7 +263,7 @@ class IndexRun {
   IndexWalker<F> walker_;
   const IndexSpec* spec_;
   std::string_view value_;
-  std::uint64_t hash_;
+  IndexHash hash_;
   const std::optional<std::string>* end_;
   const IndexLeaf<F>* fetched_ = nullptr;
   const Item* item_ = nullptr;

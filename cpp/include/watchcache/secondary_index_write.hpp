@@ -84,12 +84,12 @@ class IndexSet {
       if (old) {
         const std::optional<std::string_view> was = indexed_value(*old, spec);
         if (was && value && same_bytes(*was, *value)) {
-          repoint(host, live_[i], spec, IndexProbe::at(*was, old->key()), now);
+          repoint(host, live_[i], spec, IndexProbe::of(old, *was, true), now);
           continue;
         }
-        if (was) erase(host, live_[i], spec, IndexProbe::at(*was, old->key()));
+        if (was) erase(host, live_[i], spec, IndexProbe::of(old, *was, true));
       }
-      if (value) insert(host, live_[i], spec, IndexProbe::at(*value, now->key()), now);
+      if (value) insert(host, live_[i], spec, IndexProbe::of(now, *value, false), now);
     }
   }
 
@@ -99,7 +99,7 @@ class IndexSet {
     for (std::size_t i = 0; i < live_.size(); ++i) {
       const IndexSpec& spec = (*specs_)[i];
       if (const std::optional<std::string_view> was = indexed_value(*gone, spec))
-        erase(host, live_[i], spec, IndexProbe::at(*was, gone->key()));
+        erase(host, live_[i], spec, IndexProbe::of(gone, *was, true));
     }
   }
 
@@ -196,16 +196,10 @@ class IndexSet {
     --nd->n;
   }
 
-  // Slot i of p names its child's minimum entry again (after the child changed).
+  // Slot i of p holds its child's minimum hash again (after the child changed).
   static void set_separator(Inner* p, unsigned i) noexcept {
     const IndexNode* c = p->child[i];
-    if (c->leaf) {
-      p->hash[i] = as_index_leaf<F>(c)->hash[0];
-      p->item[i] = as_index_leaf<F>(c)->item[0];
-    } else {
-      p->hash[i] = as_index_inner<F>(c)->hash[0];
-      p->item[i] = as_index_inner<F>(c)->item[0];
-    }
+    p->hash[i] = c->leaf ? as_index_leaf<F>(c)->hash[0] : as_index_inner<F>(c)->hash[0];
   }
 
   static Count subtree_count(const IndexNode* n) noexcept {
@@ -281,6 +275,7 @@ class IndexSet {
     }
     Inner* in = as_index_inner<F>(nd);
     const unsigned i = index_child<F>(in, p, spec);
+    prefetch_index_node<F>(in->child[i]);
     IndexNode* c = writable(host, in->child[i]);
     in->child[i] = c;
     const Split below = insert_below(host, c, spec, p, it);
@@ -306,27 +301,21 @@ class IndexSet {
   }
 
   // Points the entry at p (present) to `now`, an item with the same key and value. The path
-  // is copied as any write's; separators naming the old item are rewritten on the way up.
+  // is copied as any write's; the separators (hashes) stay.
   template <class Host>
   void repoint(Host& host, IndexRoot& t, const IndexSpec& spec, const IndexProbe& p, const Item* now) {
     IndexNode* nd = writable(host, mut(t.node));
     t.node = nd;
-    std::array<std::pair<Inner*, unsigned>, kMaxDepth> path{};
-    unsigned depth = 0;
     while (!nd->leaf) {
       Inner* in = as_index_inner<F>(nd);
       const unsigned i = index_child<F>(in, p, spec);
+      prefetch_index_node<F>(in->child[i]);
       nd = in->child[i] = writable(host, in->child[i]);
-      path[depth++] = {in, i};
     }
     Leaf* lf = as_index_leaf<F>(nd);
     const IndexLanding at = index_land<false>(lf, p, spec);
     if (!at.equal) throw std::logic_error("index on " + describe(spec) + ": entry to repoint is missing");
     lf->item[at.pos] = now;
-    while (depth > 0) {
-      const auto [in, i] = path[--depth];
-      set_separator(in, i);
-    }
   }
 
   template <class Host>
@@ -360,6 +349,7 @@ class IndexSet {
     }
     Inner* in = as_index_inner<F>(nd);
     const unsigned i = index_child<F>(in, p, spec);
+    prefetch_index_node<F>(in->child[i]);
     IndexNode* c = writable(host, in->child[i]);
     in->child[i] = c;
     erase_below(host, c, spec, p);
@@ -422,7 +412,7 @@ class IndexSet {
   void build(Host& host, std::size_t i, const View<F>& main) {
     const IndexSpec& spec = (*specs_)[i];
     struct Entry {
-      std::uint64_t hash;
+      IndexHash hash;
       std::string_view value;
       const Item* item;
     };
@@ -479,7 +469,7 @@ class IndexSet {
       counts.swap(up_counts);
       ++height;
     }
-    t = {level[0], n, height};
+    t = {level.empty() ? nullptr : level.front(), n, height};  // never empty: n > 0
   }
 
   template <class Host>
