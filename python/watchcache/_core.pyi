@@ -253,7 +253,7 @@ class Tree(_ReadView):
         """Declare a secondary index on a selectable field or a label key and fill it from
         the current items, O(n log n). Every later write keeps it, in the same write, and
         every later snapshot carries it at its own version (:meth:`scan_index`,
-        :meth:`count_index`). About 16-24 B per indexed item; a write with one index copies
+        :meth:`count_index`). About 13-19 B per indexed item; a write with one index copies
         one more root-to-leaf path. Raises ValueError for an empty name, an index already
         declared, more than 8 indexes or a source other than "field" or "label"."""
     def __setitem__(self, key: str, value: bytes) -> None: ...
