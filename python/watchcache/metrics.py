@@ -119,6 +119,22 @@ def render(caches: Iterable[SyncedCache], etcd_versions: Mapping[str, str] | Non
                 {**base, "source": str(source)},
                 n,
             )
+        for index, n in sorted(stats.list_by_index.items()):
+            out.sample(
+                "apiserver_cache_list_total",
+                counter,
+                "LISTs served from the cache, by the index read (empty: a scan).",
+                {**base, "index": index},
+                n,
+            )
+        for index, n in sorted(stats.list_fetched_objects.items()):
+            out.sample(
+                "apiserver_cache_list_fetched_objects_total",
+                counter,
+                "Objects examined by LISTs served from the cache, by the index read.",
+                {**base, "index": index},
+                n,
+            )
         simple = (
             ("apiserver_watch_cache_events_received_total", stats.events_received,
              "Events received by the watch cache."),

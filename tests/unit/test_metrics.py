@@ -21,12 +21,13 @@ async def test_render_exposes_cache_statistics_under_kubernetes_names() -> None:
     client = EtcdClient(["127.0.0.1:1"])  # never contacted: rendering reads local state
     synced = SyncedCache(client, PREFIX, resource="pods", kind="Pod")
     cache = synced.cache
-    cache.replace([pod("a", "p1", 10)], 10)
-    cache.apply(added(pod("a", "p2", 11)))
+    cache.replace([pod("a", "p1", 10, node="n1")], 10)
+    cache.apply(added(pod("a", "p2", 11, node="n2")))
     cache.stats.read_wait.observe(0.003)
     cache.stats.read_wait.observe(0.07)
     cache.stats.consistent_reads[(True, "false")] = 2
     await cache.list(ListOptions(resource_version="0"))
+    await cache.list(ListOptions(resource_version="0", field_selector="spec.nodeName=n2"))
 
     text = metrics.render([synced])
     await client.close()
@@ -48,7 +49,13 @@ async def test_render_exposes_cache_statistics_under_kubernetes_names() -> None:
     assert f"apiserver_watch_cache_events_received_total{{{base}}} 1" in lines
     assert f"apiserver_watch_cache_resource_version{{{base}}} 11" in lines
     assert f"watchcache_objects{{{base}}} 2" in lines
-    assert f'watchcache_list_total{{{base},source="cache"}} 1' in lines
+    assert f'watchcache_list_total{{{base},source="cache"}} 2' in lines
+    # Pods' LISTs by node read the spec.nodeName index: one item examined, not two.
+    assert f'apiserver_cache_list_total{{{base},index=""}} 1' in lines
+    assert f'apiserver_cache_list_total{{{base},index="f:spec.nodeName"}} 1' in lines
+    assert f'apiserver_cache_list_fetched_objects_total{{{base},index=""}} 2' in lines
+    fetched = "apiserver_cache_list_fetched_objects_total"
+    assert f'{fetched}{{{base},index="f:spec.nodeName"}} 1' in lines
     assert f'apiserver_storage_consistency_checks_total{{{base},status="failure"}} 0' in lines
     # One HELP and one TYPE per family, before its samples.
     types = [line.split()[2] for line in lines if line.startswith("# TYPE")]

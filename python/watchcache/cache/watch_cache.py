@@ -81,6 +81,14 @@ from watchcache.cache.backing_store import (
 from watchcache.cache.event import Event, EventType
 from watchcache.cache.histogram import READ_WAIT_BUCKETS, Histogram
 from watchcache.cache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
+from watchcache.cache.list_index import (
+    FIELD,
+    IndexChoice,
+    IndexName,
+    choose_index,
+    remaining_matches,
+    scan_page,
+)
 from watchcache.cache.planner import (
     Failure,
     Fallback,
@@ -153,6 +161,10 @@ class CacheStats:
     terminated_watchers: int = 0  # apiserver_terminated_watchers_total
     lists: dict[str, int] = field(default_factory=dict)  # per source
     list_returned_objects: int = 0
+    # apiserver_cache_list_total and _fetched_objects_total, per index ("" = a plain scan;
+    # Kubernetes' names: "f:<field>", "l:<label>"): cache reads and the items they examined.
+    list_by_index: dict[str, int] = field(default_factory=dict)
+    list_fetched_objects: dict[str, int] = field(default_factory=dict)
     consistent_reads: dict[tuple[bool, str], int] = field(default_factory=dict)
     # apiserver_watch_cache_read_wait_seconds: reads that had to wait for freshness.
     read_wait: Histogram = field(default_factory=lambda: Histogram(READ_WAIT_BUCKETS))
@@ -172,6 +184,12 @@ class WatchCache:
     ``trigger_fields``: the selectable fields whose ``=`` requirement files a watcher
     (besides namespace and name, see watchindex.py); None: Kubernetes' choice for the
     resource (core pods: ``spec.nodeName``, the kubelets' watch), else none.
+    ``list_indexes``: the secondary indexes LISTs read through, ``(source, name)`` pairs
+    with source ``"field"`` or ``"label"`` (list_index.py); None: a field index on each
+    trigger field, as Kubernetes indexes pods by ``spec.nodeName``; ``()``: none.
+    ``exact_remaining_counts``: also send ``remainingItemCount`` on filtered pages (never
+    sent by Kubernetes; O(log n) when the selector is one indexed requirement, else one
+    more pass over the candidates).
 
     The cache is not ready until the first :meth:`replace`; reads before that get 429.
     """
@@ -196,6 +214,8 @@ class WatchCache:
         ignore_limit_for_rv0: bool = False,
         skip_consistent_fallback: bool = False,
         trigger_fields: Iterable[str] | None = None,
+        list_indexes: Iterable[tuple[str, str]] | None = None,
+        exact_remaining_counts: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not prefix.startswith("/") or not prefix.endswith("/"):
@@ -224,7 +244,16 @@ class WatchCache:
             # and item is new memory; faulted in ahead by a helper thread, the writer does
             # not wait for the kernel to zero it (chunk_source.hpp).
             set_prefault(True)
-        self._tree = Tree()
+        if trigger_fields is None:
+            trigger_fields = default_trigger_fields(group, self.resource)
+        trigger_fields = tuple(trigger_fields)
+        if list_indexes is None:
+            list_indexes = [(FIELD, name) for name in trigger_fields]
+        self._list_indexes = tuple(dict.fromkeys(list_indexes))
+        # Raises for a bad index before anything else is built.
+        self._tree = Tree(indexes=self._list_indexes)
+        self._declared_indexes: frozenset[IndexName] = frozenset(self._tree.indexes)
+        self.exact_remaining_counts = exact_remaining_counts
         self._registry = SnapshotRegistry(snapshot_budget_bytes)
         self._history = EventHistory(
             window_seconds,
@@ -241,8 +270,6 @@ class WatchCache:
         self._stopped = False
         self._ready_changed_at = clock()
         self._last_error = ""
-        if trigger_fields is None:
-            trigger_fields = default_trigger_fields(group, self.resource)
         self._watchers: WatcherIndex[Watcher] = WatcherIndex(prefix, trigger_fields)
         # A live view, so apply() asks "any watchers?" without a Python-level __len__.
         self._watching = self._watchers.values()
@@ -312,6 +339,11 @@ class WatchCache:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    @property
+    def list_indexes(self) -> tuple[tuple[str, str], ...]:
+        """The secondary indexes LISTs read through, as declared."""
+        return self._list_indexes
 
     @property
     def trigger_fields(self) -> frozenset[str]:
@@ -396,7 +428,7 @@ class WatchCache:
         for item in entries:
             if not item.key.startswith(self.prefix):
                 raise ValueError(f"key {item.key!r} is outside the prefix {self.prefix!r}")
-        tree = Tree.from_sorted(entries)
+        tree = Tree.from_sorted(entries, indexes=self._list_indexes)
         self._tree = tree
         self._registry.clear()
         self._latest = None
@@ -682,14 +714,32 @@ class WatchCache:
             snap, rv = self._newest(), self._rv
         selector = opts.selector()
         start_key, limit = plan.start_key, plan.limit
-        # An unfiltered page reads O(limit) items; otherwise the prefix size bounds the work,
-        # and a large scan runs in a worker thread (the GIL is released) to keep the loop free.
-        if (limit and selector is None) or snap.count_prefix(key_prefix) <= THREAD_SCAN_THRESHOLD:
-            scan = snap.scan(key_prefix, start_at=start_key, limit=limit, selector=selector)
+        choice: IndexChoice | None = None
+        index_name = ""
+        if selector is None:
+            work = 0 if limit else snap.count_prefix(key_prefix)
+        else:
+            chosen = None
+            if self._declared_indexes:
+                labels, fields = opts.label_requirements, opts.field_requirements
+                chosen = choose_index(snap, key_prefix, labels, fields, self._declared_indexes)
+            if chosen is None:
+                work = snap.count_prefix(key_prefix)
+            else:
+                choice, work = chosen
+                index_name = ("f:" if choice.source == FIELD else "l:") + choice.name
+        # The items a page may examine: a page without a selector reads O(limit); otherwise
+        # the prefix or the index's candidates bound it, and a large read runs in a worker
+        # thread (the GIL is released) to keep the loop free.
+        if work <= THREAD_SCAN_THRESHOLD:
+            scan = scan_page(
+                snap, key_prefix, choice, start_key=start_key, limit=limit, selector=selector
+            )
         else:
             scan = await asyncio.to_thread(
-                snap.scan, key_prefix, start_at=start_key, limit=limit, selector=selector
-            )
+                scan_page, snap, key_prefix, choice, start_key=start_key, limit=limit,
+                selector=selector,
+            )  # fmt: skip
         token = ""
         remaining: int | None = None
         last_key = scan.last_key
@@ -699,9 +749,14 @@ class WatchCache:
             token = next_page_token(last_key, key_prefix[:-1], rv)
             if selector is None:
                 remaining = scan.remaining
+            elif self.exact_remaining_counts:
+                remaining = remaining_matches(snap, key_prefix, choice, last_key, selector)
         stats = self.stats
         stats.lists[plan.source] = stats.lists.get(plan.source, 0) + 1
         stats.list_returned_objects += len(scan)
+        stats.list_by_index[index_name] = stats.list_by_index.get(index_name, 0) + 1
+        fetched = stats.list_fetched_objects
+        fetched[index_name] = fetched.get(index_name, 0) + scan.scanned
         return ListResult(scan, rv, token, remaining, plan.source, waited, plan.row)
 
     async def _list_store(

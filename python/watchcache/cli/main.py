@@ -124,6 +124,8 @@ def run_serve(args: argparse.Namespace) -> int:
             override for value in args.etcd_servers_overrides or () for override in value
         ),
         uncached_resources=frozenset().union(*(args.uncached_resources or ())),
+        list_indexes=args.list_indexes,
+        exact_remaining_counts=args.exact_remaining_item_count,
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -240,6 +242,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_seconds,
         metavar="SECONDS",
         help="compare each cache with etcd this often (times 1-1.5 jitter; default: never)",
+    )
+    serve_cmd.add_argument(
+        "--list-indexes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="read LISTs whose selector fixes an indexed field through the cache's index "
+        "(pods: spec.nodeName=X, the kubelets' LIST); --no-list-indexes scans (default: on)",
+    )
+    serve_cmd.add_argument(
+        "--exact-remaining-item-count",
+        action="store_true",
+        help="send remainingItemCount on filtered pages too (Kubernetes omits it): "
+        "O(log n) for one indexed requirement, else one more pass over the candidates",
     )
     serve_cmd.set_defaults(handler=run_serve)
 

@@ -22,6 +22,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -57,6 +58,10 @@ class ServeOptions:
     etcd_overrides: Mapping[str, Sequence[str]] = field(default_factory=dict)
     #: Resources whose reads clients get from etcd, not a watch cache (--uncached-resources).
     uncached_resources: frozenset[str] = frozenset()
+    #: LISTs read through the caches' secondary indexes (pods: spec.nodeName); off: scans.
+    list_indexes: bool = True
+    #: remainingItemCount on filtered pages too (Kubernetes never sends it).
+    exact_remaining_counts: bool = False
 
 
 def run(options: ServeOptions) -> int:
@@ -106,6 +111,8 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
         if options.demo_configmaps and CONFIGMAPS in options.resources:
             configmaps = placed.get(CONFIGMAPS.storage_group_resource, client)
             await load_demo(configmaps, options.demo_configmaps)
+        # None: each cache's default indexes (its trigger fields); (): none.
+        indexes: dict[str, Any] = {} if options.list_indexes else {"list_indexes": ()}
         server = ApiServer(
             client,
             options.resources,
@@ -115,6 +122,8 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             garbage_collection=options.garbage_collection,
             etcd_overrides=placed,
             uncached_resources=options.uncached_resources,
+            exact_remaining_counts=options.exact_remaining_counts,
+            **indexes,
         )
         config = uvicorn_config(
             server.app(), host=options.host, port=options.port, log_level=options.log_level
