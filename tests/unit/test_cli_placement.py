@@ -111,10 +111,16 @@ def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> N
             "/events#127.0.0.1:2391",
             "--uncached-resources",
             "events",
+            "--etcd-compaction-interval",
+            "1m30s",
+            "--no-list-indexes",
+            "--exact-remaining-item-count",
         ]
     )
     assert code == 0
     (options,) = seen
+    assert options.compaction_interval == 90.0
+    assert (options.list_indexes, options.exact_remaining_counts) == (False, True)
     assert options.etcd_overrides == {
         "events": ("127.0.0.1:2391",),
         "leases.coordination.k8s.io": ("127.0.0.1:2381",),
@@ -135,6 +141,11 @@ def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> N
             ["--etcd-servers-overrides", "/events#https://127.0.0.1:2381"],
             "only http:// etcd URLs are supported",
         ),
+        (
+            ["--etcd-compaction-interval", "5 minutes"],
+            "argument --etcd-compaction-interval: time: unknown unit",
+        ),
+        (["--etcd-compaction-interval=-5m"], "must not be negative: '-5m'"),
         (
             ["--uncached-resources", "Events"],
             "watchcache serve: error: argument --uncached-resources: 'Events' is not a "

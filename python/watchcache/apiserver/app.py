@@ -52,6 +52,7 @@ from watchcache.controllers.crd import CustomResourceDefinitionController
 from watchcache.controllers.garbage_collector import GarbageCollector
 from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
+from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL, Compactor
 from watchcache.etcd.reader import EtcdReader
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.registry.admission import MAX_BODY_BYTES
@@ -130,9 +131,16 @@ class ApiServer:
         garbage_collection: bool = True,
         etcd_overrides: Mapping[str, EtcdClient] | None = None,
         uncached_resources: Collection[str] = (),
+        compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,
         **cache_options: Any,
     ) -> None:
         self.client = client
+        #: Seconds between compactions of each etcd cluster (0: never; the compacted
+        #: revision is still followed). See etcd/compactor.py.
+        self.compaction_interval = compaction_interval
+        #: One compactor per etcd cluster (set of endpoints), as kube-apiserver has.
+        self.compactors: dict[frozenset[str], Compactor] = {}
+        self._compactor_tasks: list[asyncio.Task[None]] = []
         #: The client of each resource placed on another cluster, by storage group_resource.
         self.etcd_overrides: dict[str, EtcdClient] = dict(etcd_overrides or {})
         #: Resources (by storage group_resource) whose reads clients get from etcd.
@@ -174,6 +182,22 @@ class ApiServer:
         if support is None:
             support = self._supports[cluster] = ProgressRequestSupport()
         return support
+
+    def compactor_for(self, client: EtcdClient) -> Compactor:
+        """The compactor of the etcd cluster ``client`` talks to; it tells the caches on
+        that cluster each compaction (``WatchCache.compact``)."""
+        cluster = frozenset(client.endpoints)
+        compactor = self.compactors.get(cluster)
+        if compactor is None:
+            compactor = self.compactors[cluster] = Compactor(client, self.compaction_interval)
+
+            def compacted(revision: int) -> None:
+                for synced in self.caches.values():
+                    if frozenset(synced.client.endpoints) == cluster:
+                        synced.cache.compact(revision)
+
+            compactor.add_listener(compacted)
+        return compactor
 
     def serves_from_etcd(self, spec: ResourceSpec) -> bool:
         """Whether clients' reads of ``spec`` are served from etcd, not its watch cache."""
@@ -245,6 +269,11 @@ class ApiServer:
         system namespaces exist."""
         await ensure_namespaces(self.client_for("namespaces"), list(self.resources.values()))
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
+        clients = {frozenset(c.endpoints): c for c in (self.client, *self.etcd_overrides.values())}
+        self._compactor_tasks = [
+            asyncio.create_task(self.compactor_for(c).run(), name=f"compactor {sorted(cluster)}")
+            for cluster, c in clients.items()
+        ]
         caches = _LiveCaches(self.caches)
         stored = _StoredVersions(self.resources)
         controllers: list[NamespaceController | GarbageCollector] = []
@@ -267,12 +296,14 @@ class ApiServer:
 
     async def stop(self) -> None:
         self._started = False
-        for task in self._controllers:
+        tasks = [*self._controllers, *self._compactor_tasks]
+        for task in tasks:
             task.cancel()
-        for task in self._controllers:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._controllers = []
+        self._compactor_tasks = []
         self._controller_objects = []
         await asyncio.gather(*(c.stop() for c in self.caches.values()))
 

@@ -169,6 +169,7 @@ class CacheStats:
     # apiserver_watch_cache_read_wait_seconds: reads that had to wait for freshness.
     read_wait: Histogram = field(default_factory=lambda: Histogram(READ_WAIT_BUCKETS))
     initializations: int = 0
+    compacted_revision: int = 0  # the newest store compaction the cache was told of
 
 
 class WatchCache:
@@ -519,6 +520,16 @@ class WatchCache:
             self._rv = resource_version
             if self._waiters:
                 self._wake_waiters()
+
+    def compact(self, resource_version: int) -> int:
+        """The store was compacted to ``resource_version``: drop the snapshots below it, as
+        Kubernetes' cacher does (``WatchCacheStorage.Compact``), so that an Exact read or
+        a continue token older than the compaction goes to the store and gets its 410
+        rather than a page the store could no longer give. Watch history is kept (a watch
+        from the cache may still start there). Returns how many snapshots were dropped."""
+        dropped = self._registry.prune_below(resource_version)
+        self.stats.compacted_revision = max(self.stats.compacted_revision, resource_version)
+        return dropped
 
     def mark_not_ready(self, error: str = "") -> None:
         """The reflector lost its watch and will relist; reads get 429 until then."""

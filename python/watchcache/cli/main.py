@@ -27,9 +27,11 @@ from watchcache.cli.placement import (
     parse_resource_names,
 )
 from watchcache.etcd.client import EtcdError
+from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL
 from watchcache.etcd.process import EtcdProcessError, default_data_dir
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
+from watchcache.wire.gotime import TimeParseError, parse_duration
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -54,6 +56,17 @@ def positive_seconds(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
     return value
+
+
+def duration_seconds(text: str) -> float:
+    """argparse type: a Go duration (``5m``, ``1m30s``, ``0``) as seconds, not negative."""
+    try:
+        nanos = parse_duration(text)
+    except TimeParseError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if nanos < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return nanos / 1e9
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -125,6 +138,7 @@ def run_serve(args: argparse.Namespace) -> int:
         ),
         uncached_resources=frozenset().union(*(args.uncached_resources or ())),
         list_indexes=args.list_indexes,
+        compaction_interval=args.etcd_compaction_interval,
         exact_remaining_counts=args.exact_remaining_item_count,
     )
     if args.data_dir:
@@ -242,6 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_seconds,
         metavar="SECONDS",
         help="compare each cache with etcd this often (times 1-1.5 jitter; default: never)",
+    )
+    serve_cmd.add_argument(
+        "--etcd-compaction-interval",
+        type=duration_seconds,
+        default=DEFAULT_COMPACTION_INTERVAL,
+        metavar="DURATION",
+        help="compact etcd's history this often, once between all servers of a cluster, "
+        "to the revision seen one interval earlier, as kube-apiserver does (Go duration, "
+        "e.g. 5m, 90s; 0 disables; default 5m)",
     )
     serve_cmd.add_argument(
         "--list-indexes",

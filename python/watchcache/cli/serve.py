@@ -31,6 +31,7 @@ from watchcache.apiserver.http import uvicorn_config
 from watchcache.cli.load import load_objects
 from watchcache.cli.placement import describe
 from watchcache.etcd.client import EtcdClient
+from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL
 from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
 from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.registry.resources import CONFIGMAPS, DEFAULT_RESOURCES, ResourceSpec
@@ -62,6 +63,8 @@ class ServeOptions:
     list_indexes: bool = True
     #: remainingItemCount on filtered pages too (Kubernetes never sends it).
     exact_remaining_counts: bool = False
+    #: Seconds between etcd compactions (--etcd-compaction-interval); 0: never.
+    compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
 
 
 def run(options: ServeOptions) -> int:
@@ -123,6 +126,7 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             etcd_overrides=placed,
             uncached_resources=options.uncached_resources,
             exact_remaining_counts=options.exact_remaining_counts,
+            compaction_interval=options.compaction_interval,
             **indexes,
         )
         config = uvicorn_config(
