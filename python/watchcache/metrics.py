@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from watchcache.cache.histogram import Histogram
+from watchcache.etcd.storage_monitor import StorageMonitor
 from watchcache.sync.synced import SyncedCache
 
 #: Kubernetes reports cacheRV modulo 10^15 so the gauge stays exact in a float64.
@@ -79,10 +80,39 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-def render(caches: Iterable[SyncedCache], etcd_versions: Mapping[str, str] | None = None) -> str:
-    """The Prometheus text format (version 0.0.4) for every cache, and the version each
-    etcd endpoint reported (the safeguard's answers)."""
+def render(
+    caches: Iterable[SyncedCache],
+    etcd_versions: Mapping[str, str] | None = None,
+    storage: Iterable[StorageMonitor] = (),
+) -> str:
+    """The Prometheus text format (version 0.0.4) for every cache, the version each etcd
+    endpoint reported (the safeguard's answers) and each etcd cluster's database size."""
     out = _Exposition()
+    for monitor in storage:
+        if not monitor.members:
+            continue
+        cluster = {"storage_cluster_id": monitor.cluster_id}
+        out.sample(
+            "apiserver_storage_size_bytes",
+            "gauge",
+            "Size of the storage database file physically allocated in bytes.",
+            cluster,
+            monitor.db_size,
+        )
+        out.sample(
+            "watchcache_storage_size_in_use_bytes",
+            "gauge",
+            "Bytes of the storage database holding live data (the rest is free pages).",
+            cluster,
+            monitor.db_size_in_use,
+        )
+        out.sample(
+            "watchcache_storage_defragmentations_total",
+            "counter",
+            "Defragmentations of the embedded etcd's members.",
+            cluster,
+            monitor.defragmentations,
+        )
     for endpoint, version in sorted((etcd_versions or {}).items()):
         out.sample(
             "watchcache_etcd_info",

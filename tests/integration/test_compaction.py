@@ -131,3 +131,6 @@ async def test_tokens_older_than_the_compaction_are_410_and_newer_ones_served(
         assert json.loads(exact_old.text)["reason"] == "Expired"
         cache = api.server.caches["configmaps"].cache
         assert cache.stats.compacted_revision == compactor.compacted_revision
+        # The database size, polled at start as kube-apiserver does.
+        metrics = (await http.get("/metrics")).text
+        assert 'apiserver_storage_size_bytes{storage_cluster_id="etcd-0"}' in metrics

@@ -54,6 +54,7 @@ from watchcache.controllers.namespace import NamespaceController
 from watchcache.etcd.client import EtcdClient, EtcdUnavailableError
 from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL, Compactor
 from watchcache.etcd.reader import EtcdReader
+from watchcache.etcd.storage_monitor import DEFAULT_POLL_INTERVAL, StorageMonitor
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
 from watchcache.registry.admission import MAX_BODY_BYTES
 from watchcache.registry.managed_fields import manager_from_user_agent
@@ -132,6 +133,9 @@ class ApiServer:
         etcd_overrides: Mapping[str, EtcdClient] | None = None,
         uncached_resources: Collection[str] = (),
         compaction_interval: float = DEFAULT_COMPACTION_INTERVAL,
+        db_metric_poll_interval: float = DEFAULT_POLL_INTERVAL,
+        etcd_maintenance: bool = False,
+        etcd_quota_bytes: int = 0,
         **cache_options: Any,
     ) -> None:
         self.client = client
@@ -141,6 +145,13 @@ class ApiServer:
         #: One compactor per etcd cluster (set of endpoints), as kube-apiserver has.
         self.compactors: dict[frozenset[str], Compactor] = {}
         self._compactor_tasks: list[asyncio.Task[None]] = []
+        #: One database-size monitor per etcd cluster (storage_monitor.py); with
+        #: ``etcd_maintenance`` (the embedded etcd) they also defragment and disarm NOSPACE
+        #: against ``etcd_quota_bytes``.
+        self.storage_monitors: list[StorageMonitor] = []
+        self.db_metric_poll_interval = db_metric_poll_interval
+        self.etcd_maintenance = etcd_maintenance
+        self.etcd_quota_bytes = etcd_quota_bytes
         #: The client of each resource placed on another cluster, by storage group_resource.
         self.etcd_overrides: dict[str, EtcdClient] = dict(etcd_overrides or {})
         #: Resources (by storage group_resource) whose reads clients get from etcd.
@@ -270,9 +281,27 @@ class ApiServer:
         await ensure_namespaces(self.client_for("namespaces"), list(self.resources.values()))
         await asyncio.gather(*(c.start(timeout=timeout) for c in self.caches.values()))
         clients = {frozenset(c.endpoints): c for c in (self.client, *self.etcd_overrides.values())}
+        self.storage_monitors = [
+            StorageMonitor(
+                c,
+                f"etcd-{i}",
+                poll_interval=self.db_metric_poll_interval,
+                defragment=self.etcd_maintenance,
+                quota_bytes=self.etcd_quota_bytes,
+            )
+            for i, c in enumerate(clients.values())
+        ]
         self._compactor_tasks = [
-            asyncio.create_task(self.compactor_for(c).run(), name=f"compactor {sorted(cluster)}")
-            for cluster, c in clients.items()
+            *(
+                asyncio.create_task(
+                    self.compactor_for(c).run(), name=f"compactor {sorted(cluster)}"
+                )
+                for cluster, c in clients.items()
+            ),
+            *(
+                asyncio.create_task(m.run(), name=f"storage monitor {m.cluster_id}")
+                for m in self.storage_monitors
+            ),
         ]
         caches = _LiveCaches(self.caches)
         stored = _StoredVersions(self.resources)
@@ -507,7 +536,7 @@ class ApiServer:
 
     async def _metrics(self, _request: Request) -> Response:
         return PlainTextResponse(
-            metrics.render(self.caches.values(), self.etcd_versions),
+            metrics.render(self.caches.values(), self.etcd_versions, self.storage_monitors),
             media_type="text/plain; version=0.0.4; charset=utf-8",
         )
 

@@ -29,6 +29,7 @@ from watchcache.cli.placement import (
 from watchcache.etcd.client import EtcdError
 from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL
 from watchcache.etcd.process import EtcdProcessError, default_data_dir
+from watchcache.etcd.storage_monitor import DEFAULT_POLL_INTERVAL as DEFAULT_DB_POLL_INTERVAL
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
 from watchcache.wire.gotime import TimeParseError, parse_duration
@@ -67,6 +68,14 @@ def duration_seconds(text: str) -> float:
     if nanos < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
     return nanos / 1e9
+
+
+def positive_duration_seconds(text: str) -> float:
+    """argparse type: a Go duration above zero, as seconds."""
+    seconds = duration_seconds(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return seconds
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -139,6 +148,8 @@ def run_serve(args: argparse.Namespace) -> int:
         uncached_resources=frozenset().union(*(args.uncached_resources or ())),
         list_indexes=args.list_indexes,
         compaction_interval=args.etcd_compaction_interval,
+        db_metric_poll_interval=args.etcd_db_metric_poll_interval,
+        quota_backend_bytes=args.etcd_quota_backend_bytes,
         exact_remaining_counts=args.exact_remaining_item_count,
     )
     if args.data_dir:
@@ -265,6 +276,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact etcd's history this often, once between all servers of a cluster, "
         "to the revision seen one interval earlier, as kube-apiserver does (Go duration, "
         "e.g. 5m, 90s; 0 disables; default 5m)",
+    )
+    serve_cmd.add_argument(
+        "--etcd-db-metric-poll-interval",
+        type=positive_duration_seconds,
+        default=DEFAULT_DB_POLL_INTERVAL,
+        metavar="DURATION",
+        help="read etcd's database size this often (apiserver_storage_size_bytes); the "
+        "embedded etcd is then also defragmented once half its file is free (default 30s)",
+    )
+    serve_cmd.add_argument(
+        "--etcd-quota-backend-bytes",
+        type=positive_int,
+        default=0,
+        metavar="BYTES",
+        help="the embedded etcd's backend quota (default: etcd's, 2 GiB); NOSPACE is "
+        "lifted by the server once compaction and defragmentation made room",
     )
     serve_cmd.add_argument(
         "--list-indexes",

@@ -33,10 +33,14 @@ from watchcache.cli.placement import describe
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.compactor import DEFAULT_COMPACTION_INTERVAL
 from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
+from watchcache.etcd.storage_monitor import DEFAULT_POLL_INTERVAL
 from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.registry.resources import CONFIGMAPS, DEFAULT_RESOURCES, ResourceSpec
 
 log = logging.getLogger(__name__)
+
+#: etcd's own ``--quota-backend-bytes`` default.
+ETCD_DEFAULT_QUOTA_BYTES = 2 * 1024**3
 
 
 @dataclass
@@ -65,6 +69,10 @@ class ServeOptions:
     exact_remaining_counts: bool = False
     #: Seconds between etcd compactions (--etcd-compaction-interval); 0: never.
     compaction_interval: float = DEFAULT_COMPACTION_INTERVAL
+    #: Seconds between reads of etcd's database size (--etcd-db-metric-poll-interval).
+    db_metric_poll_interval: float = DEFAULT_POLL_INTERVAL
+    #: The embedded etcd's backend quota in bytes (0: etcd's default, 2 GiB).
+    quota_backend_bytes: int = 0
 
 
 def run(options: ServeOptions) -> int:
@@ -75,7 +83,7 @@ def run(options: ServeOptions) -> int:
     endpoints = list(options.etcd)
     if not endpoints:
         # Started from the main thread, so it also dies if this process is killed outright.
-        etcd = embedded_etcd(options.data_dir)
+        etcd = embedded_etcd(options.data_dir, quota_backend_bytes=options.quota_backend_bytes)
         etcd.start()
         endpoints = etcd.endpoints
         log.info(
@@ -127,6 +135,10 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             uncached_resources=options.uncached_resources,
             exact_remaining_counts=options.exact_remaining_counts,
             compaction_interval=options.compaction_interval,
+            db_metric_poll_interval=options.db_metric_poll_interval,
+            # The embedded etcd is ours to maintain: defragment it, lift NOSPACE.
+            etcd_maintenance=embedded,
+            etcd_quota_bytes=options.quota_backend_bytes or ETCD_DEFAULT_QUOTA_BYTES,
             **indexes,
         )
         config = uvicorn_config(

@@ -404,6 +404,40 @@ class EtcdClient:
             endpoint=_strip_scheme(endpoint),
         )
 
+    async def defragment(
+        self, endpoint: str, *, timeout: float | None = None
+    ) -> rpc_pb2.DefragmentResponse:
+        """Maintenance.Defragment of one member: gives its backend's free pages back to the
+        file system. The member answers nothing else while it runs."""
+        return await self.call(
+            "/etcdserverpb.Maintenance/Defragment",
+            rpc_pb2.DefragmentRequest(),
+            rpc_pb2.DefragmentResponse,
+            timeout=timeout,
+            endpoint=_strip_scheme(endpoint),
+        )
+
+    async def alarms(self) -> list[rpc_pb2.AlarmMember]:
+        """Maintenance.Alarm GET: the alarms raised on the cluster's members (NOSPACE: the
+        backend quota is full and writes are refused)."""
+        response = await self.call(
+            "/etcdserverpb.Maintenance/Alarm",
+            rpc_pb2.AlarmRequest(action=rpc_pb2.AlarmRequest.GET),
+            rpc_pb2.AlarmResponse,
+        )
+        return list(response.alarms)
+
+    async def disarm(self, raised: rpc_pb2.AlarmMember) -> None:
+        """Maintenance.Alarm DEACTIVATE of one raised alarm (as ``etcdctl alarm disarm``
+        does for each): etcd accepts writes again once none is left."""
+        await self.call(
+            "/etcdserverpb.Maintenance/Alarm",
+            rpc_pb2.AlarmRequest(
+                action=rpc_pb2.AlarmRequest.DEACTIVATE, memberID=raised.memberID, alarm=raised.alarm
+            ),
+            rpc_pb2.AlarmResponse,
+        )
+
     async def member_list(self) -> rpc_pb2.MemberListResponse:
         return await self.call(
             "/etcdserverpb.Cluster/MemberList",

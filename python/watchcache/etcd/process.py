@@ -312,19 +312,23 @@ def default_data_dir() -> Path:
     return Path(base) / "watchcache" / "etcd"
 
 
-def embedded_etcd(data_dir: Path, *, reuse_running: bool = False) -> EtcdCluster:
+def embedded_etcd(
+    data_dir: Path, *, reuse_running: bool = False, quota_backend_bytes: int = 0
+) -> EtcdCluster:
     """One etcd member whose data lives in ``data_dir`` across runs (``watchcache serve``
     without ``--etcd``). Its ports are picked once and kept in ``data_dir/ports``: etcd
     records its peer URL in the data, so a restart must listen where it did before.
     ``reuse_running``: the ports may be in use by that same etcd (a ``load`` while a
-    ``serve`` runs); the caller checks ``healthy()`` before starting it."""
+    ``serve`` runs); the caller checks ``healthy()`` before starting it.
+    ``quota_backend_bytes``: etcd's backend quota (0: etcd's default, 2 GiB)."""
+    quota = [f"--quota-backend-bytes={quota_backend_bytes}"] if quota_backend_bytes else []
     data_dir.mkdir(parents=True, exist_ok=True)
     ports_file = data_dir / "ports"
     ports: list[int] | None = None
     with contextlib.suppress(OSError, ValueError):
         ports = [int(p) for p in ports_file.read_text().split()]
     if ports is not None and len(ports) == 2 and reuse_running:
-        return EtcdCluster(1, base_dir=data_dir, ports=ports)
+        return EtcdCluster(1, base_dir=data_dir, ports=ports, extra_args=quota)
     if ports is None or len(ports) != 2 or not _bindable(ports):
         if (data_dir / "m0.etcd").exists() and ports is not None:
             raise EtcdProcessError(
@@ -333,7 +337,7 @@ def embedded_etcd(data_dir: Path, *, reuse_running: bool = False) -> EtcdCluster
             )
         ports = free_ports(2)
         ports_file.write_text(f"{ports[0]} {ports[1]}\n")
-    return EtcdCluster(1, base_dir=data_dir, ports=ports)
+    return EtcdCluster(1, base_dir=data_dir, ports=ports, extra_args=quota)
 
 
 def _bindable(ports: Sequence[int]) -> bool:

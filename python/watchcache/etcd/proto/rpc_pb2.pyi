@@ -8,6 +8,15 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class AlarmType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NONE: _ClassVar[AlarmType]
+    NOSPACE: _ClassVar[AlarmType]
+    CORRUPT: _ClassVar[AlarmType]
+NONE: AlarmType
+NOSPACE: AlarmType
+CORRUPT: AlarmType
+
 class ResponseHeader(_message.Message):
     __slots__ = ("cluster_id", "member_id", "revision", "raft_term")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -341,6 +350,50 @@ class MemberListResponse(_message.Message):
     header: ResponseHeader
     members: _containers.RepeatedCompositeFieldContainer[Member]
     def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ...) -> None: ...
+
+class AlarmRequest(_message.Message):
+    __slots__ = ("action", "memberID", "alarm")
+    class AlarmAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        GET: _ClassVar[AlarmRequest.AlarmAction]
+        ACTIVATE: _ClassVar[AlarmRequest.AlarmAction]
+        DEACTIVATE: _ClassVar[AlarmRequest.AlarmAction]
+    GET: AlarmRequest.AlarmAction
+    ACTIVATE: AlarmRequest.AlarmAction
+    DEACTIVATE: AlarmRequest.AlarmAction
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    MEMBERID_FIELD_NUMBER: _ClassVar[int]
+    ALARM_FIELD_NUMBER: _ClassVar[int]
+    action: AlarmRequest.AlarmAction
+    memberID: int
+    alarm: AlarmType
+    def __init__(self, action: _Optional[_Union[AlarmRequest.AlarmAction, str]] = ..., memberID: _Optional[int] = ..., alarm: _Optional[_Union[AlarmType, str]] = ...) -> None: ...
+
+class AlarmMember(_message.Message):
+    __slots__ = ("memberID", "alarm")
+    MEMBERID_FIELD_NUMBER: _ClassVar[int]
+    ALARM_FIELD_NUMBER: _ClassVar[int]
+    memberID: int
+    alarm: AlarmType
+    def __init__(self, memberID: _Optional[int] = ..., alarm: _Optional[_Union[AlarmType, str]] = ...) -> None: ...
+
+class AlarmResponse(_message.Message):
+    __slots__ = ("header", "alarms")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    ALARMS_FIELD_NUMBER: _ClassVar[int]
+    header: ResponseHeader
+    alarms: _containers.RepeatedCompositeFieldContainer[AlarmMember]
+    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ..., alarms: _Optional[_Iterable[_Union[AlarmMember, _Mapping]]] = ...) -> None: ...
+
+class DefragmentRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DefragmentResponse(_message.Message):
+    __slots__ = ("header",)
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    header: ResponseHeader
+    def __init__(self, header: _Optional[_Union[ResponseHeader, _Mapping]] = ...) -> None: ...
 
 class StatusRequest(_message.Message):
     __slots__ = ()
