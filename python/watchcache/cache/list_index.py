@@ -111,20 +111,24 @@ def scan_page(
     key_prefix: str,
     choice: IndexChoice | None,
     *,
-    start_key: str | None,
-    limit: int,
+    start_key: str | None = None,
+    after_key: str | None = None,
+    limit: int = 0,
     selector: Selector | None,
 ) -> ScanResult:
-    """One page, through ``choice``'s index or by a scan of the prefix: the same result
-    either way (``scan_index``'s contract)."""
+    """One page from ``start_key`` (or after ``after_key``), through ``choice``'s index or
+    by a scan of the prefix: the same result either way (``scan_index``'s contract)."""
     if choice is None:
-        return snapshot.scan(key_prefix, start_at=start_key, limit=limit, selector=selector)
+        return snapshot.scan(
+            key_prefix, start_at=start_key, start_after=after_key, limit=limit, selector=selector
+        )
     return snapshot.scan_index(
         choice.source,
         choice.name,
         choice.values,
         prefix=key_prefix,
         start_at=start_key,
+        start_after=after_key,
         limit=limit,
         selector=selector,
     )
@@ -144,15 +148,4 @@ def remaining_matches(
         return snapshot.count_index(
             choice.source, choice.name, choice.values, prefix=key_prefix, start_after=last_key
         )
-    if choice is None:
-        rest = snapshot.scan(key_prefix, start_after=last_key, selector=selector)
-    else:
-        rest = snapshot.scan_index(
-            choice.source,
-            choice.name,
-            choice.values,
-            prefix=key_prefix,
-            start_after=last_key,
-            selector=selector,
-        )
-    return len(rest)
+    return len(scan_page(snapshot, key_prefix, choice, after_key=last_key, selector=selector))
