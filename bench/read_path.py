@@ -63,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,10 +173,24 @@ def wrk_binary() -> str:
     return str(Path(out.strip().splitlines()[-1]) / "wrk")
 
 
-def run_wrk(wrk: str, url: str, seconds: float, pid: int | None = None) -> Load:
+def run_wrk(
+    wrk: str,
+    url: str,
+    seconds: float,
+    pid: int | None = None,
+    *,
+    script: Path | None = None,
+    connections: int = CONNECTIONS,
+    threads: int = THREADS,
+    timeout: float = 10.0,
+) -> Load:
+    """wrk on ``url`` for ``seconds``; ``script``: a Lua script of wrk's (e.g. choosing
+    each request's path); ``pid``: the server whose CPU per request to measure."""
     before = cpu_ns(pid) if pid else 0
+    options = ["-s", str(script)] if script else []
     out = subprocess.run(
-        [wrk, f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--timeout", "10s", url],
+        [wrk, f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--timeout",
+         f"{timeout:g}s", *options, url],
         check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     used = cpu_ns(pid) - before if pid else 0
@@ -199,30 +213,47 @@ def run_wrk(wrk: str, url: str, seconds: float, pid: int | None = None) -> Load:
 # The floor: a bare ASGI app on the uvicorn configuration of `watchcache serve`
 
 _FLOOR_BODY = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"floor"}}'
+ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
-async def bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "http":
-        return
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-length", b"%d" % len(_FLOOR_BODY)),
-                (b"content-type", b"application/json"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": _FLOOR_BODY})
+def floor_body(size: int = 0) -> bytes:
+    """The floor's answer: the small object above, or a JSON object of ``size`` bytes
+    (a floor for responses as large as the ones measured beside it)."""
+    if size <= len(_FLOOR_BODY):
+        return _FLOOR_BODY
+    head = b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"floor"},"data":{"x":"'
+    return head + b"x" * (size - len(head) - 3) + b'"}}'
 
 
-def serve_floor(port: int, loop: str) -> None:
+def bare_app_of(body: bytes) -> ASGIApp:
+    async def bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-length", b"%d" % len(body)),
+                    (b"content-type", b"application/json"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return bare_app
+
+
+bare_app = bare_app_of(_FLOOR_BODY)
+
+
+def serve_floor(port: int, loop: str, body_bytes: int = 0) -> None:
     import uvicorn
 
     from watchcache.apiserver.http import uvicorn_config
 
-    config = uvicorn_config(bare_app, host="127.0.0.1", port=port, log_level="warning")
+    app = bare_app_of(floor_body(body_bytes))
+    config = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning")
     config.lifespan = "off"
     server = uvicorn.Server(config)
     if loop == "uvloop":
@@ -234,12 +265,13 @@ def serve_floor(port: int, loop: str) -> None:
 
 
 @contextlib.contextmanager
-def floor_server(loop: str) -> Iterator[tuple[str, int]]:
+def floor_server(loop: str, body_bytes: int = 0) -> Iterator[tuple[str, int]]:
     port = free_ports(1)[0]
     process = subprocess.Popen(
-        [sys.executable, __file__, "floor", "--port", str(port), "--loop", loop],
+        [sys.executable, __file__, "floor", "--port", str(port), "--loop", loop,
+         "--body-bytes", str(body_bytes)],
         stdin=subprocess.DEVNULL,
-    )
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -786,9 +818,10 @@ def main(argv: list[str] | None = None) -> int:
         sub = argparse.ArgumentParser()
         sub.add_argument("--port", type=int, required=True)
         sub.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+        sub.add_argument("--body-bytes", type=int, default=0, help="size of the answer")
         floor_args = sub.parse_args(argv[1:])
         with contextlib.suppress(KeyboardInterrupt):
-            serve_floor(floor_args.port, floor_args.loop)
+            serve_floor(floor_args.port, floor_args.loop, floor_args.body_bytes)
         return 0
     p = parser(__doc__)
     p.add_argument("--base", default=DEFAULT_BASE, help=f"baseline revision ({DEFAULT_BASE})")
