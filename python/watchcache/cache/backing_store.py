@@ -150,6 +150,11 @@ class BackingStore(Protocol):
         """The store's current revision (a cheap linearizable read)."""
         ...
 
+    async def get(self, key: str, minimum: int, *, resource: str, group: str = "") -> Item:
+        """The object at ``key`` from a quorum read; 504 when ``minimum`` is above the
+        store's revision, 404 when there is none."""
+        ...
+
     async def list(self, request: StoreListRequest) -> ListResult:
         """Serve the LIST; raise ExpiredError (compaction), TooLargeResourceVersionError
         (revision in the future) or another StatusError."""

@@ -170,6 +170,7 @@ class CacheStats:
     read_wait: Histogram = field(default_factory=lambda: Histogram(READ_WAIT_BUCKETS))
     initializations: int = 0
     compacted_revision: int = 0  # the newest store compaction the cache was told of
+    gets_from_store: int = 0  # GETs read from the store while the cache was not ready
 
 
 class WatchCache:
@@ -800,11 +801,18 @@ class WatchCache:
         """One object by its full key. ``resource_version`` "" is a consistent read (with a
         store: wait for its current rv; Kubernetes reads etcd instead — same answer, no
         etcd read of the object), "0" any, N: at least N (504 after the wait timeout).
+        While the cache is not ready (initialising, relisting) a cache with a store reads
+        the object from it, as Kubernetes' delegator does (KEP-4568); without one, 429.
         Raises NotFoundError (404), BadRequestError, TooManyRequestsError."""
         if not key.startswith(self.prefix) or key.endswith("/"):
             raise BadRequestError(f'invalid key: "{key}" lacks resource prefix: "{self.prefix}"')
-        self.check_ready()
         rv = parse_resource_version(resource_version)
+        if not self._ready or self._stopped:
+            if self.store is None or self._stopped:
+                self.check_ready()
+            assert self.store is not None
+            self.stats.gets_from_store += 1
+            return await self.store.get(key, rv, resource=self.resource, group=self.group)
         if resource_version == "" and self.store is not None:
             await self.wait_for_rv(await self.store.current_resource_version())
         elif rv:

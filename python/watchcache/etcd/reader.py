@@ -50,7 +50,6 @@ from watchcache.etcd.watch import EtcdWatch
 from watchcache.wire.errors import (
     BadRequestError,
     InternalError,
-    NotFoundError,
     ServerTimeoutError,
     StatusError,
     TooLargeResourceVersionError,
@@ -125,24 +124,7 @@ class EtcdReader:
         if not key.startswith(self.prefix) or key.endswith("/"):
             raise BadRequestError(f'invalid key: "{key}" lacks resource prefix: "{self.prefix}"')
         minimum = parse_resource_version(resource_version)
-        try:
-            response = await self.client.range(key.encode())
-        except EtcdUnavailableError as error:
-            raise ServerTimeoutError.timeout(str(error)) from error
-        except EtcdError as error:
-            raise InternalError.wrap(error) from error
-        current = int(response.header.revision)
-        if minimum > current:
-            raise TooLargeResourceVersionError(
-                minimum=minimum, current=current, retry_after_seconds=0
-            )
-        if not response.kvs:
-            raise NotFoundError.for_object(self.resource, key.rsplit("/", 1)[-1], self.group)
-        kv = response.kvs[0]
-        try:
-            return self.decode(kv.key, kv.value, int(kv.mod_revision))
-        except ObjectDecodeError as error:
-            raise InternalError.wrap(error) from error
+        return await self.store.get(key, minimum, resource=self.resource, group=self.group)
 
     def watch(self, opts: WatchOptions, *, prefix: str | None = None) -> EtcdWatcher:
         """A watch below ``prefix`` (default: every object), not started yet; see

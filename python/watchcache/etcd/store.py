@@ -41,6 +41,7 @@ from watchcache.etcd.current_revision import SharedRevision, shared_revision
 from watchcache.wire.errors import (
     CompactedError,
     InternalError,
+    NotFoundError,
     ServerTimeoutError,
     TooLargeResourceVersionError,
 )
@@ -93,6 +94,27 @@ class EtcdStore:
             raise ServerTimeoutError.timeout(str(error)) from error
         except EtcdError as error:
             raise InternalError.wrap(error) from error
+
+    async def get(self, key: str, minimum: int, *, resource: str, group: str = "") -> Item:
+        """The object at ``key`` from a quorum read (Kubernetes' etcd3 ``store.Get``): 504
+        TooLargeResourceVersion when ``minimum`` is above etcd's revision, 404 when there is
+        none (named ``resource``/``group`` in the message), 500 for an undecodable value,
+        504 when etcd is unreachable. ``key`` is a valid object key of this prefix."""
+        try:
+            response = await self.client.range(key.encode())
+        except EtcdUnavailableError as error:
+            raise ServerTimeoutError.timeout(str(error)) from error
+        except EtcdError as error:
+            raise InternalError.wrap(error) from error
+        current = int(response.header.revision)
+        if minimum > current:
+            raise TooLargeResourceVersionError(
+                minimum=minimum, current=current, retry_after_seconds=0
+            )
+        if not response.kvs:
+            raise NotFoundError.for_object(resource, key.rsplit("/", 1)[-1], group)
+        kv = response.kvs[0]
+        return self._decode(kv.key, kv.value, int(kv.mod_revision))
 
     async def list(self, request: StoreListRequest) -> ListResult:
         self.lists += 1
