@@ -186,6 +186,8 @@ def render(
              "Progress notifications received from etcd."),
             ("watchcache_progress_requests_total", synced.requester.requests_sent,
              "Progress requests sent to etcd for waiting reads."),
+            ("watchcache_inconsistencies_total", stats.inconsistencies,
+             "Consistency checks that found the cache different from etcd."),
         )  # fmt: skip
         for name, value, help_text in simple:
             out.sample(name, counter, help_text, base, value)
@@ -209,6 +211,8 @@ def render(
              "Memory kept alive only by stored snapshots."),
             ("watchcache_watchers", cache.watcher_count, "Open watchers."),
             ("watchcache_ready", int(cache.ready), "1 once the cache is listed and in sync."),
+            ("watchcache_consistent", int(cache.consistent),
+             "0 while a cache found inconsistent with etcd is rebuilt (reads go to etcd)."),
         )  # fmt: skip
         for name, value, help_text in gauges:
             out.sample(name, "gauge", help_text, base, value)

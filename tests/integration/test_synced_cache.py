@@ -304,3 +304,37 @@ async def test_leader_killed_mid_stream_loses_and_repeats_nothing(
             assert len(history.kvs) == len(pods.cache)
         finally:
             await pods.stop()
+
+
+async def test_a_cache_found_inconsistent_serves_from_etcd_until_rebuilt_and_checked(
+    client: EtcdClient, pods: SyncedCache
+) -> None:
+    # An undecodable value is skipped by the reflector (and every relist), so the cache
+    # lacks a key etcd has: the check fails until the value is fixed in etcd.
+    await put_pod(client, "a", "p1")
+    await client.put(pod_key("z", "bad").encode(), b"not json")
+    await pods.start()
+    cache = pods.cache
+    assert (await pods.checker.check()).status == "failure"
+    lists = pods.reflector.stats.lists
+    rebuild = asyncio.create_task(pods.checker.rebuild(pods.relist))
+    await asyncio.sleep(0)
+    assert not cache.consistent and cache.serve_from_store
+    assert len(cache.registry) == 0
+    page = await cache.list(ListOptions(resource_version="0"), prefix=f"{PREFIX}a/")
+    assert (page.source, page.row, names(page.items)) == (Source.STORE, "I", ["a/p1"])
+    gets = cache.stats.gets_from_store
+    assert (await cache.get(pod_key("a", "p1"), "0")).key == pod_key("a", "p1")
+    assert cache.stats.gets_from_store == gets + 1
+    await eventually(lambda: pods.reflector.stats.lists > lists + 1)  # rebuilt, still wrong
+    assert not rebuild.done() and not cache.consistent
+
+    await put_pod(client, "z", "bad")  # now decodable: the next relist takes it
+    await asyncio.wait_for(rebuild, 10)
+    assert cache.consistent and not cache.serve_from_store
+    page = await cache.list(ListOptions(resource_version="0"))
+    assert (page.source, sorted(names(page.items))) == (Source.CACHE, ["a/p1", "z/bad"])
+    assert len(cache.registry) >= 1  # snapshots again
+    assert cache.stats.inconsistencies == 1
+    assert pods.checker.counts["success"] >= 1
+    cache.check_invariants()

@@ -46,6 +46,7 @@ ONLY_100 = snapshots_at(100)
 NO_CRS = replace(BASE, consistent_reads_supported=False)
 NO_LFCS = replace(BASE, snapshots_enabled=False)
 NO_STORE = replace(BASE, has_store=False, consistent_reads_supported=False)
+INCONSISTENT = replace(BASE, serve_from_store=True)
 NO_STORE_ONLY_100 = replace(ONLY_100, has_store=False, consistent_reads_supported=False)
 
 
@@ -148,6 +149,10 @@ TABLE: dict[str, Row] = {
     ),
     # C5: RV N without limit
     "rv-n-no-limit-waits-in-cache": Row(opts("90"), None, NO_LFCS, Source.CACHE, "C5", wait_for=90),
+    # I: the cache was found inconsistent with its store
+    "inconsistent-rv0": Row(opts("0", limit=2), None, INCONSISTENT, Source.STORE, "I", limit=2),
+    "inconsistent-exact": Row(opts("100", "Exact"), None, INCONSISTENT, Source.STORE, "I"),
+    "inconsistent-continue": Row(opts(limit=2), 100, INCONSISTENT, Source.STORE, "I", limit=2),
 }
 
 

@@ -21,6 +21,7 @@ progress requests, so consistent reads may wait on the cache)::
     C3   RV unset                   consistent
     C4   RV "0"                     cache, no wait
     C5   RV N without limit         cache, wait for N
+    I    any, cache found inconsistent  store (until a consistency check passes)
     exact(n):   n > cacheRV ? (CRS ? cache, wait for n : store)
                             : (a snapshot <= n exists ? snapshot : store)
     consistent: CRS ? cache after waiting for the store's current rv : store
@@ -109,6 +110,11 @@ class CacheView(Protocol):
         """Is there a stored snapshot with rv <= the argument?"""
         ...
 
+    @property
+    def serve_from_store(self) -> bool:
+        """The cache was found inconsistent with its store: every read goes there."""
+        ...
+
 
 @dataclass(slots=True)
 class CacheState:
@@ -126,6 +132,8 @@ class CacheState:
     has_snapshot_at_or_below: Callable[[int], bool] = lambda _rv: False
     ignore_limit_for_rv0: bool = False
     skip_consistent_fallback: bool = False
+    #: The cache was found inconsistent with its store: every read goes there.
+    serve_from_store: bool = False
 
 
 @dataclass(slots=True)
@@ -164,6 +172,8 @@ def plan_list(
     continue). O(1) plus one snapshot lookup.
     """
     limit = opts.page_size
+    if state.serve_from_store:
+        return ListPlan(_STORE, "I", limit, start_key)
     if opts.resource_version == "0" and state.ignore_limit_for_rv0:
         limit = 0
     rv = opts.parsed_resource_version

@@ -171,6 +171,7 @@ class CacheStats:
     initializations: int = 0
     compacted_revision: int = 0  # the newest store compaction the cache was told of
     gets_from_store: int = 0  # GETs read from the store while the cache was not ready
+    inconsistencies: int = 0  # times a consistency check found the cache wrong
 
 
 class WatchCache:
@@ -234,6 +235,9 @@ class WatchCache:
         self.api_version = api_version
         self.store = store
         self.snapshots_enabled = snapshots
+        # False from a failed consistency check until one passes again (mark_inconsistent).
+        self._consistent = True
+        self._snapshotting = snapshots
         self.ignore_limit_for_rv0 = ignore_limit_for_rv0
         self.skip_consistent_fallback = skip_consistent_fallback
         self.wait_timeout = wait_timeout
@@ -434,7 +438,7 @@ class WatchCache:
         self._tree = tree
         self._registry.clear()
         self._latest = None
-        if self.snapshots_enabled:
+        if self._snapshotting:
             self._registry.add_tree_snapshot(resource_version, tree)
         self._history.reset(resource_version)
         self._rv = resource_version
@@ -483,7 +487,7 @@ class WatchCache:
         history = self._history
         # Watchers replaying history need the previous state to judge selector changes.
         evicted = history.append(event, previous)
-        if self.snapshots_enabled:
+        if self._snapshotting:
             # Snapshots below the oldest buffered event go with the events evicted.
             oldest = history.oldest_event_resource_version if evicted else None
             self._registry.add_tree_snapshot(rv, tree, oldest or 0)
@@ -531,6 +535,38 @@ class WatchCache:
         dropped = self._registry.prune_below(resource_version)
         self.stats.compacted_revision = max(self.stats.compacted_revision, resource_version)
         return dropped
+
+    @property
+    def consistent(self) -> bool:
+        """False between a failed consistency check and the next one that passes."""
+        return self._consistent
+
+    @property
+    def serve_from_store(self) -> bool:
+        """Reads go to the store: the cache was found inconsistent with it (planner row I)."""
+        return not self._consistent and self.store is not None
+
+    def mark_inconsistent(self) -> None:
+        """The consistency checker found the cache differs from the store: drop every
+        snapshot and take no more, and serve LISTs and GETs from the store, until
+        :meth:`mark_consistent`. Kubernetes drops the snapshots too (``MarkConsistent(false)``)
+        but keeps serving its latest state; a cache known to be wrong serves nothing here.
+        Watches are not refused: the relist that rebuilds the cache ends them."""
+        self._consistent = False
+        self._snapshotting = False
+        self._registry.clear()
+        self.stats.inconsistencies += 1
+
+    def mark_consistent(self) -> None:
+        """A consistency check passed: snapshots and reads from the cache again, starting
+        with a snapshot of the state now, at the newest change it holds."""
+        self._consistent = True
+        self._snapshotting = self.snapshots_enabled
+        if self._snapshotting and self._ready and not len(self._registry):
+            history = self._history
+            newest = history.newest_resource_version
+            changed = history.list_resource_version if newest is None else newest
+            self._registry.add_tree_snapshot(changed, self._tree)
 
     def mark_not_ready(self, error: str = "") -> None:
         """The reflector lost its watch and will relist; reads get 429 until then."""
@@ -807,7 +843,7 @@ class WatchCache:
         if not key.startswith(self.prefix) or key.endswith("/"):
             raise BadRequestError(f'invalid key: "{key}" lacks resource prefix: "{self.prefix}"')
         rv = parse_resource_version(resource_version)
-        if not self._ready or self._stopped:
+        if not self._ready or self._stopped or not self._consistent:
             if self.store is None or self._stopped:
                 self.check_ready()
             assert self.store is not None

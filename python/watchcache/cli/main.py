@@ -32,6 +32,7 @@ from watchcache.etcd.process import EtcdProcessError, default_data_dir
 from watchcache.etcd.storage_monitor import DEFAULT_POLL_INTERVAL as DEFAULT_DB_POLL_INTERVAL
 from watchcache.etcd.version import ConsistentReadsMode, UnsafeEtcdVersionError
 from watchcache.registry.resources import DEFAULT_RESOURCES, ResourceSpec, select_resources
+from watchcache.sync.consistency import DEFAULT_CHECK_INTERVAL
 from watchcache.wire.gotime import TimeParseError, parse_duration
 
 Handler = Callable[[argparse.Namespace], int]
@@ -139,7 +140,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_limit=args.max_limit,
         consistent_reads=ConsistentReadsMode(args.consistent_reads),
         log_level=args.log_level,
-        check_consistency_every=args.check_consistency_every,
+        check_consistency_every=args.check_consistency_every or None,
         garbage_collection=args.enable_garbage_collector,
         # Repeated flags add up, as kube's string-slice flags do.
         etcd_overrides=merge_overrides(
@@ -264,9 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_cmd.add_argument(
         "--check-consistency-every",
-        type=positive_seconds,
-        metavar="SECONDS",
-        help="compare each cache with etcd this often (times 1-1.5 jitter; default: never)",
+        type=duration_seconds,
+        default=DEFAULT_CHECK_INTERVAL,
+        metavar="DURATION",
+        help="compare each cache with etcd this often, times 1-1.5 jitter; a cache found "
+        "different is rebuilt and its reads go to etcd meanwhile (Go duration; default 5m, "
+        "as Kubernetes; 0: never)",
     )
     serve_cmd.add_argument(
         "--etcd-compaction-interval",

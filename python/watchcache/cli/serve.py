@@ -36,6 +36,7 @@ from watchcache.etcd.process import EtcdCluster, default_data_dir, embedded_etcd
 from watchcache.etcd.storage_monitor import DEFAULT_POLL_INTERVAL
 from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.registry.resources import CONFIGMAPS, DEFAULT_RESOURCES, ResourceSpec
+from watchcache.sync.consistency import DEFAULT_CHECK_INTERVAL
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class ServeOptions:
     consistent_reads: ConsistentReadsMode = ConsistentReadsMode.AUTO
     log_level: str = "info"
     #: Run the inconsistency detector (consistency.py) every this many seconds; None: off.
-    check_consistency_every: float | None = None
+    check_consistency_every: float | None = DEFAULT_CHECK_INTERVAL
     #: The garbage collector (ownerReferences); off leaves dependents alone.
     garbage_collection: bool = True
     #: Resources on etcd clusters of their own: storage group_resource -> endpoints

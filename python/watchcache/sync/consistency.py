@@ -10,6 +10,15 @@ decoding nor value transfer.
 Outcomes are counted as Kubernetes labels them: ``success`` (equal), ``failure``
 (different: a bug or a missed event; logged with both digests) and ``error`` (the check
 could not run: cache not ready, revision compacted, etcd unreachable).
+
+On by default as in Kubernetes 1.34 (``DetectCacheInconsistency``), every 5 minutes times
+a jitter of 1 to 1.5. What a failure does (:meth:`ConsistencyChecker.run`): the cache is
+marked inconsistent — its snapshots are dropped and its LISTs and GETs go to etcd
+(``WatchCache.mark_inconsistent``, planner row I) — and rebuilt by a relist; then it is
+checked again at once, and again after each further relist until a check passes, and only
+then serves reads again. Kubernetes only drops the snapshots and keeps serving the latest
+state until a later check passes; a cache known to be wrong serving nothing is the
+stricter choice, and the relist makes the wait short.
 """
 
 from __future__ import annotations
@@ -17,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient, EtcdError, prefix_range_end
@@ -30,6 +40,10 @@ _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _MASK = (1 << 64) - 1
 PAGE = 10_000
+#: Kubernetes' ``consistency.CheckPeriod``.
+DEFAULT_CHECK_INTERVAL: Final = 300.0
+#: Between rebuilds of a cache that is still found wrong after a relist.
+REBUILD_BACKOFF_SECONDS: Final = 1.0
 
 
 def digest(entries: Iterable[tuple[bytes, int]]) -> str:
@@ -101,8 +115,34 @@ class ConsistencyChecker:
                 return entries
             start = response.kvs[-1].key + b"\0"
 
-    async def run(self, interval: float = 300.0) -> None:
-        """Check forever, every ``interval`` seconds with Kubernetes' jitter (times 1 to 1.5)."""
+    async def run(
+        self,
+        interval: float = DEFAULT_CHECK_INTERVAL,
+        relist: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Check forever, every ``interval`` seconds with Kubernetes' jitter (times 1 to 1.5).
+        With ``relist`` (rebuild the cache; returns once the new list is in it), a failed
+        check marks the cache inconsistent and rebuilds it until a check passes (module
+        note)."""
         while True:
             await asyncio.sleep(interval * (1 + 0.5 * random.random()))
-            await self.check()
+            result = await self.check()
+            if result.status == "failure" and relist is not None:
+                await self.rebuild(relist)
+
+    async def rebuild(self, relist: Callable[[], Awaitable[None]]) -> None:
+        """Serve from etcd, relist, and check until the cache matches etcd again."""
+        self.cache.mark_inconsistent()
+        log.error("watch cache %s: serving reads from etcd until rebuilt", self.cache.prefix)
+        while True:
+            await relist()
+            result = await self.check()
+            if result.status == "success":
+                self.cache.mark_consistent()
+                log.warning(
+                    "watch cache %s: rebuilt and consistent with etcd at revision %d",
+                    self.cache.prefix,
+                    result.resource_version,
+                )
+                return
+            await asyncio.sleep(REBUILD_BACKOFF_SECONDS)

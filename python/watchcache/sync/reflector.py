@@ -54,6 +54,7 @@ class ReflectorStats:
     list_errors: int = 0
     relists_after_compaction: int = 0
     relists_after_order_errors: int = 0
+    relists_requested: int = 0
     events: int = 0
     progress_notifications: int = 0
     decode_errors: int = 0
@@ -97,6 +98,16 @@ class Reflector:
 
     async def stop(self) -> None:
         self._stopping = True
+        watch = self.watch
+        if watch is not None:
+            await watch.close()
+
+    async def relist(self, reason: str) -> None:
+        """End the current watch so that the run loop lists the prefix again (the cache is
+        replaced: its watchers end and re-watch). Returns at once; ``stats.lists`` grows
+        when the new list is in the cache."""
+        log.warning("watch cache %s: relisting: %s", self.cache.prefix, reason)
+        self.stats.relists_requested += 1
         watch = self.watch
         if watch is not None:
             await watch.close()

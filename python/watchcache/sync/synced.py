@@ -31,7 +31,7 @@ from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.store import EtcdStore
 from watchcache.etcd.version import ConsistentReadsMode, ProgressRequestSupport
-from watchcache.sync.consistency import ConsistencyChecker
+from watchcache.sync.consistency import DEFAULT_CHECK_INTERVAL, ConsistencyChecker
 from watchcache.sync.freshness import ProgressRequester
 from watchcache.sync.reflector import Reflector
 
@@ -54,7 +54,7 @@ class SyncedCache:
         codec: ObjectCodec | None = None,
         mode: ConsistentReadsMode = ConsistentReadsMode.AUTO,
         support: ProgressRequestSupport | None = None,
-        check_consistency_every: float | None = None,
+        check_consistency_every: float | None = DEFAULT_CHECK_INTERVAL,
         **cache_options: Any,
     ) -> None:
         self.client = client
@@ -101,7 +101,9 @@ class SyncedCache:
         run = asyncio.create_task(self.reflector.run(), name=f"reflector {self.prefix}")
         self._tasks.append(run)
         if self.check_consistency_every:
-            self._tasks.append(asyncio.create_task(self.checker.run(self.check_consistency_every)))
+            self._tasks.append(
+                asyncio.create_task(self.checker.run(self.check_consistency_every, self.relist))
+            )
         if wait:
             synced = asyncio.create_task(self.reflector.synced.wait())
             try:
@@ -120,6 +122,13 @@ class SyncedCache:
                 # Usually answered long before the list; a member that does not answer
                 # keeps consistent reads on etcd until it does, without holding up start.
                 await asyncio.wait({versions}, timeout=VERSION_CHECK_GRACE_SECONDS)
+
+    async def relist(self) -> None:
+        """Rebuild the cache from a fresh list; returns once that list is in it."""
+        lists = self.reflector.stats.lists
+        await self.reflector.relist("rebuilding the cache")
+        while self.reflector.stats.lists == lists:
+            await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
         """Stop syncing; the cache stops (reads get 429, watchers end)."""
