@@ -35,7 +35,9 @@ edits made meanwhile do not change what later cases run:
 
   indexed    the default: the pod cache indexes ``spec.nodeName``;
   no index   ``--no-list-indexes`` (skipped, with a note, while ``serve`` lacks the flag);
-  etcd       ``--uncached-resources pods``;
+  etcd       ``--uncached-resources pods``: clients' reads go to etcd; the server still
+             keeps its pod cache for its own controllers (docs/etcd.md §6.2), so its
+             start and memory are those of the cached cases;
   floor      read_path.py's bare ASGI app, answering a body as large as one node's LIST,
              under the same wrk load (same script: it ignores the path).
 
