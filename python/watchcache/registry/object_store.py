@@ -9,10 +9,11 @@ The shape is Kubernetes' generic registry store (``registry/generic/registry/sto
   then a put only if the key does not exist (409 AlreadyExists). Refused in a namespace
   that does not exist (404) or is terminating (403, as the NamespaceLifecycle admission).
 * **update, patch, status, finalize** all go through :meth:`ObjectStore._guaranteed_update`:
-  read the stored object and its mod revision, compute the new object from it, write it
-  only if the key is still at that revision. A body that names a resourceVersion other than
-  the stored one is a 409; without one (an unconditional update, or a patch without a
-  resourceVersion) someone else's write in between means read again and retry. An update
+  take the object and its mod revision (from the cache, below), compute the new object
+  from it, write it only if the key is still at that revision. A body that names a
+  resourceVersion other than the stored one is a 409; without one (an unconditional
+  update, or a patch without a resourceVersion) someone else's write in between means
+  compute again from the object etcd returned with the failed compare, and retry. An update
   keeps the server-owned metadata (uid, creationTimestamp, deletionTimestamp, generation)
   and refuses to change them; once deletion has started no new finalizer may be added; and
   an update that leaves an object being deleted with no finalizers deletes it.
@@ -21,13 +22,25 @@ The shape is Kubernetes' generic registry store (``registry/generic/registry/sto
   (``orphan``, ``foregroundDeletion``) are set; an object with finalizers, or a pod
   deleted gracefully, is *marked* (``deletionTimestamp``, ``deletionGracePeriodSeconds``,
   generation bumped) and stays until the last finalizer goes; anything else is deleted at
-  the revision read. DELETE answers with the object (marked, or — for pods and namespaces —
-  the deleted object) or with a Success Status (configmaps, secrets); 202 when the client
-  asked ``orphanDependents: false`` and the object was not deleted yet.
+  the revision it was decided on. DELETE answers with the object (marked, or — for pods
+  and namespaces — the deleted object) or with a Success Status (configmaps, secrets); 202
+  when the client asked ``orphanDependents: false`` and the object was not deleted yet.
 * **namespaces** (:meth:`ObjectStore.delete` on the namespaces resource): the first DELETE
   sets ``deletionTimestamp`` and ``status.phase: Terminating`` and keeps the namespace
   while ``spec.finalizers`` holds ``kubernetes``; the namespace controller empties it,
   removes that finalizer through ``/finalize``, and deletes it again.
+
+Writes start from the cached object, as kube-apiserver's ``CacheDelegator`` hands the
+cached object to ``GuaranteedUpdate`` and ``Delete`` (docs/semantics.md §12): its mod
+revision is the compare-and-swap's, so a write computed from a stale copy fails its compare
+and is computed again from etcd's object, which the failed transaction returns. What a
+compare-and-swap does not check is checked against etcd before it is answered: an error
+(a precondition, a resourceVersion, admission, a patch, an apply conflict) found on the
+cached copy is the answer only if etcd is still at that revision, else the write starts
+over from etcd's object (``origStateIsCurrent``); and "nothing to write" by the cached copy
+is confirmed by a read. A write the cache cannot start (no cache, not ready, the key not in
+it) reads etcd, as before; so do dry runs and a namespace's DELETE. With the cache caught
+up, an update, patch, apply or delete is one etcd round trip instead of two.
 
 Dry run (``dryRun=All``), as Kubernetes' ``DryRunnableStorage`` does it: every read, check
 and defaulting step runs, no transaction is sent. A create answers the object without a
@@ -55,6 +68,7 @@ from watchcache._core import Item
 from watchcache.cache.backing_store import ListResult
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.etcd.client import EtcdClient
+from watchcache.etcd.proto import kv_pb2
 from watchcache.registry import admission
 from watchcache.registry.apply_types import atom_for
 from watchcache.registry.managed_fields import FieldManager, reset_fields
@@ -83,6 +97,7 @@ from watchcache.wire.errors import (
     NotFoundError,
     StatusCause,
     StatusDetails,
+    StatusError,
     UnsupportedMediaTypeError,
 )
 from watchcache.wire.gostrconv import go_quote, parse_uint64
@@ -147,6 +162,23 @@ class _Delete:
         self.obj = obj
 
 
+@dataclass(frozen=True, slots=True)
+class _State:
+    """The object a write computes from, and the mod revision its compare-and-swap names.
+    ``current``: read from etcd (or returned by a failed compare), so an error found on it
+    is the answer; False: the watch cache's copy, which may be behind etcd."""
+
+    obj: dict[str, Any]
+    revision: int
+    current: bool
+
+    @property
+    def attempts(self) -> int:
+        """How many compare-and-swaps a write starting here may try: MAX_ATTEMPTS from
+        etcd's state, one more from the cache's (a stale copy costs one failed compare)."""
+        return MAX_ATTEMPTS if self.current else MAX_ATTEMPTS + 1
+
+
 class ObjectStore:
     """Writes of one resource over ``client``.
 
@@ -205,9 +237,18 @@ class ObjectStore:
 
     async def read(self, namespace: str, name: str) -> tuple[dict[str, Any], int]:
         """The stored object and its mod revision, from etcd. Raises 404."""
+        state = await self._read_state(namespace, name)
+        return state.obj, state.revision
+
+    async def _read_state(self, namespace: str, name: str) -> _State:
+        """The object as etcd has it now. Raises 404."""
         kv = await self.client.get(self.spec.key(namespace, name).encode())
         if kv is None:
             raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+        return self._state_of(kv)
+
+    def _state_of(self, kv: kv_pb2.KeyValue) -> _State:
+        """An etcd key-value (a read's, or a failed compare's) as the current state."""
         try:
             obj = gojson.loads(kv.value)
         except ValueError as error:
@@ -216,7 +257,47 @@ class ObjectStore:
             raise InternalError(f"stored object {kv.key!r} is not a Kubernetes object")
         if self.to_served is not None:
             self.to_served(obj)
-        return obj, int(kv.mod_revision)
+        return _State(obj, int(kv.mod_revision), current=True)
+
+    def _cached_state(self, namespace: str, name: str) -> _State | None:
+        """The object as the watch cache has it now, without waiting for the cache to
+        catch up (None: no cache, not ready, or not in it). Possibly stale: see
+        :meth:`_recheck` and the module note. Its value went through the same
+        :attr:`to_served` as :meth:`_state_of` applies, and carries the resourceVersion
+        the cache stamped, which etcd's value does not: removed, so both look alike."""
+        cache = self.cache
+        if cache is None or not cache.ready:
+            return None
+        item = cache.snapshot()[1].get_item(self.spec.key(namespace, name))
+        if item is None:
+            return None
+        obj = gojson.loads(item.value)
+        obj["metadata"].pop("resourceVersion", None)
+        return _State(obj, item.mod_revision, current=False)
+
+    async def _start_state(self, namespace: str, name: str, *, dry_run: bool) -> _State:
+        """Where a write starts: the cached object, else etcd's. A dry run reads etcd,
+        as Kubernetes' DryRunnableStorage does (its answer is never checked by a
+        compare-and-swap). Raises 404."""
+        state = None if dry_run else self._cached_state(namespace, name)
+        if state is None:
+            state = await self._read_state(namespace, name)
+        return state
+
+    async def _recheck(
+        self, namespace: str, name: str, state: _State, error: StatusError
+    ) -> _State:
+        """``error`` came from checking ``state``: raise it if ``state`` is etcd's current
+        object, else return etcd's current object to check again — unless etcd is still at
+        the cached revision, then the error stands (Kubernetes' ``origStateIsCurrent`` rule
+        in ``GuaranteedUpdate`` and ``conditionalDelete``). So a stale cache never answers
+        an error etcd's state would not. Raises 404 when the object is gone."""
+        if state.current:
+            raise error
+        fresh = await self._read_state(namespace, name)
+        if fresh.revision == state.revision:
+            raise error
+        return fresh
 
     def _stored_value(self, obj: dict[str, Any]) -> bytes:
         """The etcd value of ``obj``: in the storage version (``obj`` is left as it is)."""
@@ -669,33 +750,68 @@ class ObjectStore:
         dry_run: bool,
         precondition: int = 0,
         create_missing: bool = False,
+        start: _State | None = None,
     ) -> bytes:
-        """Read, compute with ``try_update`` (on a copy), compare-and-swap; again when
-        someone wrote in between, unless ``precondition`` (the revision the client named)
-        no longer holds: then 409. An unchanged object is not written. ``create_missing``:
-        a missing object raises _Missing (the caller creates it) instead of 404."""
+        """Compute with ``try_update`` (on a copy) from ``start`` or the cached object,
+        compare-and-swap at its revision; when the compare fails, again from the object
+        etcd returned with the failure, unless ``precondition`` (the revision the client
+        named) no longer holds: then 409. An error, or an unchanged object, computed from
+        the cached object is checked against etcd's before it is answered (the module
+        note). ``create_missing``: a missing object raises _Missing (the caller creates
+        it) instead of 404."""
         key = self.spec.key(namespace, name).encode()
-        for _ in range(MAX_ATTEMPTS):
+
+        async def read() -> _State:
             try:
-                stored, revision = await self.read(namespace, name)
+                return await self._read_state(namespace, name)
             except NotFoundError:
                 if not create_missing:
                     raise
                 raise _Missing() from None
-            if precondition and precondition != revision:
-                raise self._conflict(name)
-            result = try_update(copy.deepcopy(stored), revision)
+
+        def retry_from(current: kv_pb2.KeyValue | None) -> _State:
+            if current is None and create_missing:
+                raise _Missing()
+            return self._after_failed_compare(name, current)
+
+        state = start
+        if state is None:
+            state = None if dry_run else self._cached_state(namespace, name)
+            if state is None:
+                state = await read()
+        for _ in range(state.attempts):
+            stored, revision = state.obj, state.revision
+            try:
+                if precondition and precondition != revision:
+                    raise self._conflict(name)
+                result = try_update(copy.deepcopy(stored), revision)
+            except StatusError:
+                # The _recheck rule: an error from the cache's copy stands only if etcd
+                # is still at that revision.
+                if state.current:
+                    raise
+                fresh = await read()
+                if fresh.revision == revision:
+                    raise
+                state = fresh
+                continue
             if isinstance(result, _Delete):
                 if dry_run:
                     return self._answer(namespace, name, result.obj, revision)
                 deleted = await self.client.delete(key, revision)
-                if deleted.succeeded or deleted.current is None:
+                if deleted.succeeded or (deleted.current is None and state.current):
                     # Clients expect the updated object from a PUT, even when it was the
                     # update that deleted it.
                     return self._answer(namespace, name, result.obj, revision)
+                state = retry_from(deleted.current)
                 continue
             if result == _without_volatile(stored):
-                return self._answer(namespace, name, stored, revision)
+                if state.current:
+                    return self._answer(namespace, name, stored, revision)
+                # Nothing to write by the cache's copy: etcd's decides (Kubernetes reads it
+                # before it skips a write).
+                state = await read()
+                continue
             if dry_run:
                 return self._answer(namespace, name, result, revision)
             written = await self.client.update(
@@ -703,9 +819,16 @@ class ObjectStore:
             )
             if written.succeeded:
                 return self._answer(namespace, name, result, written.revision)
-            if written.current is None:
-                raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+            state = retry_from(written.current)
         raise self._conflict(name)
+
+    def _after_failed_compare(self, name: str, current: kv_pb2.KeyValue | None) -> _State:
+        """The state a write retries from: what etcd returned with a failed compare
+        (``GetOnFailure``, one round trip fewer than reading again). Raises 404 when the
+        key is gone."""
+        if current is None:
+            raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
+        return self._state_of(current)
 
     # -- delete -----------------------------------------------------------------------------
 
@@ -716,18 +839,21 @@ class ObjectStore:
         options = options or DeleteOptions()
         if isinstance(self.strategy, NamespaceStrategy):
             return await self._delete_namespace(name, options)
-        for _ in range(MAX_ATTEMPTS):
-            stored, revision = await self.read(namespace, name)
-            self._check_delete_preconditions(stored, revision, options)
-            marked = self._mark_for_deletion(stored, options)
+        state = await self._start_state(namespace, name, dry_run=options.dry_run)
+        for _ in range(state.attempts):
+            try:
+                self._check_delete_preconditions(state.obj, state.revision, options)
+                marked = self._mark_for_deletion(state.obj, options)
+            except StatusError as error:
+                state = await self._recheck(namespace, name, state, error)
+                continue
             if marked is None:
-                answer = await self._delete_now(namespace, name, stored, revision, options)
+                outcome = await self._delete_now(namespace, name, state, options)
             else:
-                answer = await self._write_marked(
-                    namespace, name, marked, stored=stored, revision=revision, options=options
-                )
-            if answer is not None:
-                return answer
+                outcome = await self._write_marked(namespace, name, marked, state, options)
+            if isinstance(outcome, WriteAnswer):
+                return outcome
+            state = outcome
         raise self._conflict(name)
 
     async def delete_collection(
@@ -866,13 +992,17 @@ class ObjectStore:
         namespace: str,
         name: str,
         marked: dict[str, Any],
-        *,
-        stored: dict[str, Any],
-        revision: int,
+        state: _State,
         options: DeleteOptions,
-    ) -> WriteAnswer | None:
+    ) -> WriteAnswer | _State:
+        """Store ``marked`` over ``state`` and answer, or the state to try again from
+        (the compare failed; or nothing changed by the cache's copy, which etcd's must
+        confirm before the answer goes without a write). Raises 404."""
         code = 202 if options.orphan_dependents is False else 200
-        if marked == stored or options.dry_run:
+        revision = state.revision
+        if marked == state.obj or options.dry_run:
+            if not state.current:
+                return await self._read_state(namespace, name)
             return WriteAnswer(self._answer(namespace, name, marked, revision), code)
         key = self.spec.key(namespace, name).encode()
         written = await self.client.update(
@@ -880,25 +1010,19 @@ class ObjectStore:
         )
         if written.succeeded:
             return WriteAnswer(self._answer(namespace, name, marked, written.revision), code)
-        if written.current is None:
-            raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
-        return None
+        return self._after_failed_compare(name, written.current)
 
     async def _delete_now(
-        self,
-        namespace: str,
-        name: str,
-        stored: dict[str, Any],
-        revision: int,
-        options: DeleteOptions,
-    ) -> WriteAnswer | None:
+        self, namespace: str, name: str, state: _State, options: DeleteOptions
+    ) -> WriteAnswer | _State:
+        """Delete the object at ``state``'s revision and answer, or the state to try again
+        from (the compare failed). Raises 404."""
         if not options.dry_run:
-            result = await self.client.delete(self.spec.key(namespace, name).encode(), revision)
+            key = self.spec.key(namespace, name).encode()
+            result = await self.client.delete(key, state.revision)
             if not result.succeeded:
-                if result.current is None:
-                    raise NotFoundError.for_object(self.spec.name, name, self.spec.group)
-                return None
-        return WriteAnswer(self._deleted_answer(namespace, name, stored, revision))
+                return self._after_failed_compare(name, result.current)
+        return WriteAnswer(self._deleted_answer(namespace, name, state.obj, state.revision))
 
     def _deleted_answer(
         self, namespace: str, name: str, stored: dict[str, Any], revision: int
@@ -912,8 +1036,11 @@ class ObjectStore:
     async def _delete_namespace(self, name: str, options: DeleteOptions) -> WriteAnswer:
         """The namespace REST's Delete: the first DELETE starts termination (phase
         Terminating, the GC finalizers the policy asks for); once ``spec.finalizers`` is
-        empty, a DELETE deletes it like any object."""
-        stored, revision = await self.read("", name)
+        empty, a DELETE deletes it like any object. It reads etcd first, as that REST's
+        ``r.Get`` does: what it decides from the namespace is not all checked by a
+        compare-and-swap (a namespace terminating already is answered as it is)."""
+        state = await self._read_state("", name)
+        stored, revision = state.obj, state.revision
         metadata = stored["metadata"]
         uid = metadata.get("uid", "")
         if options.precondition_uid is not None and options.precondition_uid != uid:
@@ -950,23 +1077,26 @@ class ObjectStore:
                 return obj
 
             body = await self._guaranteed_update(
-                "", name, terminate, dry_run=options.dry_run, precondition=precondition
+                "",
+                name,
+                terminate,
+                dry_run=options.dry_run,
+                precondition=precondition,
+                start=state,
             )
             return WriteAnswer(body)
         if (stored.get("spec") or {}).get("finalizers"):
             return WriteAnswer(self._answer("", name, stored, revision))
         # Emptied and finalized: an ordinary delete, honouring metadata.finalizers.
         for _ in range(MAX_ATTEMPTS):
-            marked = self._mark_for_deletion(stored, options)
+            marked = self._mark_for_deletion(state.obj, options)
             if marked is None:
-                answer = await self._delete_now("", name, stored, revision, options)
+                outcome = await self._delete_now("", name, state, options)
             else:
-                answer = await self._write_marked(
-                    "", name, marked, stored=stored, revision=revision, options=options
-                )
-            if answer is not None:
-                return answer
-            stored, revision = await self.read("", name)
+                outcome = await self._write_marked("", name, marked, state, options)
+            if isinstance(outcome, WriteAnswer):
+                return outcome
+            state = outcome
         raise self._conflict(name)
 
     def _namespace_conflict(self, name: str, why: str) -> ConflictError:
