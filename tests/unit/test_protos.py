@@ -144,6 +144,11 @@ EXPECTED_FIELDS: dict[str, dict[str, int]] = {
     "etcdserverpb.MemberListRequest": {"linearizable": 1},
     "etcdserverpb.MemberListResponse": {"header": 1, "members": 2},
     "etcdserverpb.StatusRequest": {},
+    "etcdserverpb.AlarmRequest": {"action": 1, "memberID": 2, "alarm": 3},
+    "etcdserverpb.AlarmMember": {"memberID": 1, "alarm": 2},
+    "etcdserverpb.AlarmResponse": {"header": 1, "alarms": 2},
+    "etcdserverpb.DefragmentRequest": {},
+    "etcdserverpb.DefragmentResponse": {"header": 1},
     "etcdserverpb.StatusResponse": {
         "header": 1,
         "version": 2,
@@ -201,6 +206,9 @@ def test_oneofs_and_enums() -> None:
     assert rpc_pb2.RangeRequest.MOD == 3
     assert rpc_pb2.Compare.NOT_EQUAL == 3
     assert rpc_pb2.Compare.LEASE == 4
+    assert (rpc_pb2.NONE, rpc_pb2.NOSPACE, rpc_pb2.CORRUPT) == (0, 1, 2)
+    assert rpc_pb2.AlarmRequest.GET == 0
+    assert rpc_pb2.AlarmRequest.DEACTIVATE == 2
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -329,7 +337,7 @@ SERVICES = {
     "Watch": ["Watch"],
     "Lease": ["LeaseGrant"],
     "Cluster": ["MemberList"],
-    "Maintenance": ["Status"],
+    "Maintenance": ["Alarm", "Status", "Defragment"],
 }
 
 
