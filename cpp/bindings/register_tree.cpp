@@ -16,6 +16,12 @@ namespace watchcache::bindings {
 
 namespace {
 
+// ScanResult.chunks()' default piece size.
+constexpr std::size_t kDefaultChunkBytes = 256 * 1024;
+// A piece this small is copied with the GIL held: releasing and taking it back costs more
+// than the copy (the first piece of every small LIST is such a piece).
+constexpr std::size_t kReleaseGilBytes = 64 * 1024;
+
 using View = detail::View<kDefaultFanout>;
 using Walker = detail::Walker<kDefaultFanout>;
 
@@ -72,6 +78,56 @@ class RangeIterator {
   bool lo_inclusive_, hi_inclusive_, reverse_, pairs_;
   bool started_ = false;
 };
+
+// A list body in pieces of about `chunk_bytes` (ListRenderer's pieces, render.hpp), one
+// rendered per __next__ from the scan result this holds: the result (and the snapshot its
+// items live in) stays alive while pieces remain and is let go with the last one, so a
+// LIST sent in pieces holds its snapshot, never a copy of its body. The position advances
+// before the GIL is released, so threads that share one iterator get distinct pieces.
+class ListChunks {
+ public:
+  ListChunks(py::object owner, const ScanResult& result, std::string_view kind, std::string_view api_version,
+             std::string_view metadata, std::size_t chunk_bytes)
+      : owner_(std::move(owner)), result_(&result), renderer_(kind, api_version, metadata), chunk_bytes_(chunk_bytes) {}
+
+  bool done() const noexcept { return result_ == nullptr; }
+
+  py::bytes next() {
+    if (!result_) throw py::stop_iteration();
+    const ScanResult* result = result_;
+    const py::object owner = owner_;  // keeps the result alive through this call
+    const std::size_t begin = next_, end = renderer_.piece_end(result->items, begin, chunk_bytes_);
+    const std::size_t size = renderer_.size(result->items, begin, end);
+    PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
+    if (!out) throw py::error_already_set();
+    auto piece = py::reinterpret_steal<py::bytes>(out);
+    next_ = end;
+    if (end == result->items.size()) {
+      result_ = nullptr;
+      owner_ = py::none();
+    }
+    if (size < kReleaseGilBytes) {
+      renderer_.render(result->items, begin, end, PyBytes_AS_STRING(out));
+    } else {
+      py::gil_scoped_release nogil;
+      renderer_.render(result->items, begin, end, PyBytes_AS_STRING(out));
+    }
+    return piece;
+  }
+
+ private:
+  py::object owner_;
+  const ScanResult* result_;
+  const ListRenderer renderer_;
+  const std::size_t chunk_bytes_;
+  std::size_t next_ = 0;
+};
+
+// render()'s and chunks()' metadata: bytes holding a JSON object.
+std::string_view as_metadata(py::handle metadata) {
+  if (!PyBytes_Check(metadata.ptr())) throw py::type_error("metadata must be bytes, not " + type_name(metadata));
+  return {PyBytes_AS_STRING(metadata.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(metadata.ptr()))};
+}
 
 std::vector<const Item*> collect_all(const View& v) {
   std::vector<const Item*> out;
@@ -403,6 +459,11 @@ void register_tree(py::module_& m) {
       .def("__iter__", [](py::handle self) { return self; })
       .def("__next__", &RangeIterator::next);
 
+  py::class_<ListChunks>(m, "ListChunks")
+      .def("__iter__", [](py::handle self) { return self; })
+      .def("__next__", &ListChunks::next)
+      .def_property_readonly("done", &ListChunks::done);
+
   py::class_<ScanResult>(m, "ScanResult")
       .def_property_readonly("next_key",
                              [](const ScanResult& r) -> py::object {
@@ -439,10 +500,7 @@ void register_tree(py::module_& m) {
           "render",
           [](const ScanResult& r, py::handle kind, py::handle api_version, py::handle metadata) {
             const std::string_view k = as_key(kind, "kind"), v = as_key(api_version, "api_version");
-            if (!PyBytes_Check(metadata.ptr())) throw py::type_error("metadata must be bytes, not " + type_name(metadata));
-            const std::string_view md(PyBytes_AS_STRING(metadata.ptr()),
-                                      static_cast<std::size_t>(PyBytes_GET_SIZE(metadata.ptr())));
-            const ListRenderer renderer(k, v, md);
+            const ListRenderer renderer(k, v, as_metadata(metadata));
             const std::size_t size = renderer.size(r.items);
             PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(size));
             if (!out) throw py::error_already_set();
@@ -452,7 +510,19 @@ void register_tree(py::module_& m) {
             }
             return py::reinterpret_steal<py::bytes>(out);
           },
-          py::arg("kind"), py::arg("api_version"), py::arg("metadata") = py::bytes("{}"));
+          py::arg("kind"), py::arg("api_version"), py::arg("metadata") = py::bytes("{}"))
+      .def(
+          "chunks",
+          [](const py::object& self, py::handle kind, py::handle api_version, py::handle metadata,
+             py::handle chunk_bytes) {
+            const std::string_view k = as_key(kind, "kind"), v = as_key(api_version, "api_version");
+            const std::string_view md = as_metadata(metadata);
+            const std::size_t target = as_count(chunk_bytes, "chunk_bytes");
+            if (target == 0) throw py::value_error("chunk_bytes must be positive");
+            return ListChunks(self, self.cast<const ScanResult&>(), k, v, md, target);
+          },
+          py::arg("kind"), py::arg("api_version"), py::arg("metadata") = py::bytes("{}"),
+          py::arg("chunk_bytes") = kDefaultChunkBytes);
 
   py::class_<Cursor>(m, "Cursor")
       .def_property_readonly("valid", &Cursor::valid)

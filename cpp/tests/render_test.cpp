@@ -1,6 +1,8 @@
 // Guards ListRenderer (render.hpp): the exact bytes of a list body for 0, 1 and n items,
 // JSON escaping of kind and apiVersion, `null` for empty values, the default `{}` metadata,
-// and that size() is exactly what render() writes (no byte before or after).
+// and that size() is exactly what render() writes (no byte before or after); and the pieces
+// of a body: any partition into ranges concatenates to the whole body, each piece's size()
+// is what its render() writes, and piece_end() cuts where it says.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -135,6 +137,66 @@ TEST_F(RenderTest, LongValuesArriveWholeAtEveryLength) {
   want += "]}";
   EXPECT_EQ(render_guarded(r, its), want);
   EXPECT_EQ(r.size(its), want.size());
+}
+
+// Renders items [begin, end) between guard bytes, as render_guarded does for a whole body.
+std::string piece_guarded(const ListRenderer& r, const std::vector<const Item*>& its, std::size_t begin,
+                          std::size_t end) {
+  const std::size_t n = r.size(its, begin, end);
+  std::string buf(n + 16, '#');
+  r.render(its, begin, end, buf.data() + 8);
+  EXPECT_EQ(buf.substr(0, 8), "########") << "piece [" << begin << "," << end << ") wrote before the buffer";
+  EXPECT_EQ(buf.substr(n + 8), "########") << "piece [" << begin << "," << end << ") wrote past size()";
+  return buf.substr(8, n);
+}
+
+TEST_F(RenderTest, PiecesOfEveryPartitionConcatenateToTheBody) {
+  const ListRenderer r("PodList", "v1", R"({"resourceVersion":"7"})");
+  for (std::size_t n = 0; n <= 6; ++n) {
+    std::vector<std::string_view> values;
+    for (std::size_t i = 0; i < n; ++i) values.push_back(i % 4 == 1 ? std::string_view() : std::string_view(R"({"i":1})"));
+    const auto its = items(values);
+    const std::string whole = r.render(its);
+    // Every subset of the n - 1 inner cut points (an empty list: the one range [0, 0)).
+    for (unsigned mask = 0; mask < (1u << (n > 0 ? n - 1 : 0)); ++mask) {
+      std::vector<std::size_t> cuts{0};
+      for (std::size_t i = 1; i < n; ++i)
+        if (mask & (1u << (i - 1))) cuts.push_back(i);
+      cuts.push_back(n);
+      std::string joined;
+      for (std::size_t c = 0; c + 1 < cuts.size(); ++c) joined += piece_guarded(r, its, cuts[c], cuts[c + 1]);
+      EXPECT_EQ(joined, whole) << n << " items, cuts mask " << mask;
+    }
+  }
+}
+
+TEST_F(RenderTest, PieceEndTakesItemsWhileUnderTheTargetAndAtLeastOne) {
+  const ListRenderer r("K", "v", "{}");
+  const std::size_t head = std::string_view(R"({"kind":"K","apiVersion":"v","metadata":{},"items":[)").size();
+  const auto its = items({"1234567890", "1234567890", "", "1234567890", "1234567890"});  // 10, 10, null, 10, 10
+  EXPECT_EQ(r.piece_end(its, 0, 1), 1u) << "at least one item, even past the target";
+  EXPECT_EQ(r.piece_end(its, 0, head + 10), 1u) << "the piece reached the target with its first item";
+  EXPECT_EQ(r.piece_end(its, 0, head + 11), 2u) << "under the target after one item: one more";
+  EXPECT_EQ(r.piece_end(its, 1, 11), 1u + 1u) << "a later piece: comma and value, 11 bytes";
+  EXPECT_EQ(r.piece_end(its, 1, 12), 3u);
+  EXPECT_EQ(r.piece_end(its, 2, 5), 3u) << "null is 4 bytes, with its comma 5";
+  EXPECT_EQ(r.piece_end(its, 2, 6), 4u);
+  EXPECT_EQ(r.piece_end(its, 0, 1u << 20), its.size()) << "everything fits";
+  EXPECT_EQ(r.piece_end(its, its.size(), 1), its.size()) << "nothing left: an empty piece (the tail)";
+  EXPECT_EQ(r.piece_end({}, 0, 1), 0u) << "an empty list: one piece, head and tail";
+  // Walking a body by piece_end covers every item once and rebuilds the body.
+  for (std::size_t target : {1u, 20u, 50u, 61u, 70u, 1000u}) {
+    std::string joined;
+    std::size_t begin = 0, pieces = 0;
+    do {
+      const std::size_t end = r.piece_end(its, begin, target);
+      EXPECT_GT(end, begin) << "no progress at " << begin;
+      joined += piece_guarded(r, its, begin, end);
+      begin = end;
+      ++pieces;
+    } while (begin < its.size() && pieces < 100);
+    EXPECT_EQ(joined, r.render(its)) << "target " << target;
+  }
 }
 
 }  // namespace

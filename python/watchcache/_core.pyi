@@ -97,6 +97,25 @@ class ScanResult:
         """``{"kind":K,"apiVersion":V,"metadata":<metadata>,"items":[v1,v2,...]}`` as one bytes
         object, values copied once, no per-item Python objects. ``metadata`` must be a JSON
         object; kind and api_version are JSON-escaped."""
+    def chunks(
+        self, kind: str, api_version: str, metadata: bytes = b"{}", chunk_bytes: int = 262144
+    ) -> ListChunks:
+        """:meth:`render`'s body in pieces, each rendered when asked for: a piece takes items
+        while it is smaller than ``chunk_bytes`` and at least one (the head with the first
+        items, the tail with the last), and the pieces concatenate to exactly :meth:`render`'s
+        bytes. The iterator keeps this result (and its snapshot) alive until its last piece.
+        O(items in the piece) per piece; the copy runs without the GIL for pieces of 64 KiB
+        and more. Raises like :meth:`render`, and ValueError for a ``chunk_bytes`` below 1."""
+
+class ListChunks(Iterator[bytes]):
+    """The pieces of a list body (:meth:`ScanResult.chunks`)."""
+
+    @property
+    def done(self) -> bool:
+        """True once the last piece was returned (and the scan result let go); ``next()``
+        then raises StopIteration. Cheaper to test than catching that."""
+    def __iter__(self) -> ListChunks: ...
+    def __next__(self) -> bytes: ...
 
 class Cursor:
     """A position in a snapshot; keeps the snapshot alive. Starts unpositioned (not valid)."""

@@ -4,9 +4,18 @@
 //
 // Item values are already JSON objects (the cache stores each object's JSON with
 // metadata.resourceVersion set), so rendering is a measured-size buffer and one memcpy per
-// item: no parsing, no per-item allocation. The caller sizes the output with rendered_size()
-// and renders into memory it owns (the binding renders into a Python bytes object).
+// item: no parsing, no per-item allocation. The caller sizes the output with size() and
+// renders into memory it owns (the binding renders into a Python bytes object).
 // `metadata` must be a JSON object text; kind and apiVersion are escaped here, as Go does.
+//
+// Pieces. A body can also be rendered as consecutive pieces, each the items [begin, end) of
+// the list: the head goes with the piece that starts at item 0, a comma before every item but
+// the first of the list, and the tail `]}` with the piece that ends at the last item. The
+// pieces of a partition of [0, n) into consecutive non-empty ranges (of an empty list: the
+// one range [0, 0)) concatenate to exactly the whole body (KEP-5116's rule for streamed
+// lists: the same bytes as the body encoded at once), so a LIST is sent in pieces of bounded
+// size straight from its snapshot (piece_end() picks where each ends) without the whole
+// body ever existing.
 #pragma once
 
 #include <cstddef>
@@ -27,22 +36,33 @@ class ListRenderer {
               ",\"metadata\":" + std::string(metadata.empty() ? std::string_view("{}") : metadata) + ",\"items\":[") {}
 
   // Exact size of the body for these items. An empty value renders as `null`.
-  std::size_t size(const std::vector<const Item*>& items) const noexcept {
-    std::size_t n = head_.size() + 2;  // "]}"
-    for (const Item* it : items) n += it->value().empty() ? 4 : it->value().size();
-    if (items.size() > 1) n += items.size() - 1;  // commas
+  std::size_t size(const std::vector<const Item*>& items) const noexcept { return size(items, 0, items.size()); }
+
+  // Writes exactly size(items) bytes to out.
+  void render(const std::vector<const Item*>& items, char* out) const noexcept { render(items, 0, items.size(), out); }
+
+  std::string render(const std::vector<const Item*>& items) const {
+    std::string out(size(items), '\0');
+    render(items, out.data());
+    return out;
+  }
+
+  // Exact size of the piece holding items [begin, end) (begin <= end <= items.size()).
+  std::size_t size(const std::vector<const Item*>& items, std::size_t begin, std::size_t end) const noexcept {
+    std::size_t n = (begin == 0 ? head_.size() : 0) + (end == items.size() ? 2 : 0);  // head, "]}"
+    for (std::size_t i = begin; i < end; ++i) n += value_size(items[i]) + (i > 0 ? 1 : 0);  // comma
     return n;
   }
 
-  // Writes exactly size(items) bytes to out.
-  void render(const std::vector<const Item*>& items, char* out) const noexcept {
-    std::memcpy(out, head_.data(), head_.size());
-    out += head_.size();
-    bool first = true;
-    for (const Item* it : items) {
-      if (!first) *out++ = ',';
-      first = false;
-      const std::string_view v = it->value();
+  // Writes exactly size(items, begin, end) bytes to out.
+  void render(const std::vector<const Item*>& items, std::size_t begin, std::size_t end, char* out) const noexcept {
+    if (begin == 0) {
+      std::memcpy(out, head_.data(), head_.size());
+      out += head_.size();
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      if (i > 0) *out++ = ',';
+      const std::string_view v = items[i]->value();
       if (v.empty()) {
         std::memcpy(out, "null", 4);
         out += 4;
@@ -51,14 +71,23 @@ class ListRenderer {
         out += v.size();
       }
     }
-    *out++ = ']';
-    *out++ = '}';
+    if (end == items.size()) {
+      *out++ = ']';
+      *out++ = '}';
+    }
   }
 
-  std::string render(const std::vector<const Item*>& items) const {
-    std::string out(size(items), '\0');
-    render(items, out.data());
-    return out;
+  // Where the piece that starts at item `begin` ends: it takes items while it is smaller than
+  // `target` bytes, and at least one item when any is left (a piece may therefore pass the
+  // target by one item, the head or the tail). Reads one item header per item taken.
+  std::size_t piece_end(const std::vector<const Item*>& items, std::size_t begin, std::size_t target) const noexcept {
+    std::size_t bytes = begin == 0 ? head_.size() : 0, end = begin;
+    do {
+      if (end == items.size()) break;
+      bytes += value_size(items[end]) + (end > 0 ? 1 : 0);
+      ++end;
+    } while (bytes < target);
+    return end;
   }
 
  private:
@@ -77,6 +106,11 @@ class ListRenderer {
       for (; n >= kBlock; n -= kBlock, src += kBlock, out += kBlock) std::memcpy(out, src, kBlock);
     }
     std::memcpy(out, src, n);
+  }
+
+  static std::size_t value_size(const Item* it) noexcept {
+    const std::size_t n = it->value().size();
+    return n == 0 ? 4 : n;  // an empty value renders as `null`
   }
 
   std::string head_;
