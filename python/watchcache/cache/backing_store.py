@@ -8,7 +8,8 @@ honour it exactly: read at ``revision`` (or the latest, at least ``minimum``), f
 410 when the revision is compacted (for a continuation, the inconsistent-continue 410 of
 :func:`expired_continuation`) and with 504 when it is in the future.
 
-Values only; :class:`ListResult` keeps the snapshot its items came from alive.
+Values only; :class:`ListResult` keeps the snapshot its items came from alive, and so do the
+pieces of its body (:meth:`ListResult.chunks`) until the last one is rendered.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ from watchcache.wire.tokens import encode_continue
 
 if TYPE_CHECKING:
     from watchcache._core import Item, ScanResult, Selector
+
+
+class BodyChunks(Protocol):
+    """A response body in pieces, rendered one per ``next()``: ``done`` turns true once
+    the last piece has been returned (so a sender needs no StopIteration to find the end;
+    ``next()`` after that raises it). The first ``next()`` always returns a piece."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def __next__(self) -> bytes: ...
+
 
 # The base64url alphabet: a token made only of these needs no JSON escaping.
 _BASE64URL = string.ascii_letters + string.digits + "-_"
@@ -103,17 +116,75 @@ class ListResult:
         if render is not None:
             body: bytes = render(kind, api_version, metadata)
             return body
-        head = gojson.dumpb({"kind": kind, "apiVersion": api_version})[:-1]
         return b"".join(
             (
-                head,
-                b',"metadata":',
-                metadata,
-                b',"items":[',
+                _list_head(kind, api_version, metadata),
                 b",".join(item.value for item in self.items),
                 b"]}",
             )
         )
+
+    def chunks(self, kind: str, api_version: str, chunk_bytes: int) -> BodyChunks:
+        """:meth:`render`'s body in pieces of about ``chunk_bytes`` (a piece holds at least
+        one item, so it passes that by at most one item; their concatenation is exactly
+        :meth:`render`'s bytes), each rendered when it is asked for: a body sent this way
+        never exists whole, and the items stay alive until the last piece is out. From a
+        ScanResult the engine renders each piece (``ScanResult.chunks``)."""
+        metadata = self.metadata_json()
+        items = self.items
+        chunks = getattr(items, "chunks", None)
+        if chunks is not None:
+            pieces: BodyChunks = chunks(kind, api_version, metadata, chunk_bytes)
+            return pieces
+        assert isinstance(items, Sequence)
+        return _JoinedChunks(_list_head(kind, api_version, metadata), items, chunk_bytes)
+
+
+def _list_head(kind: str, api_version: str, metadata: bytes) -> bytes:
+    """A list body up to its first item: ``{"kind":…,"apiVersion":…,"metadata":…,"items":[``."""
+    head = gojson.dumpb({"kind": kind, "apiVersion": api_version})[:-1]
+    return b"".join((head, b',"metadata":', metadata, b',"items":['))
+
+
+class _JoinedChunks:
+    """:meth:`ListResult.chunks` of items held in Python (a page read from etcd): the
+    pieces the engine's renderer would cut, joined here."""
+
+    __slots__ = ("_chunk_bytes", "_head", "_items", "_next", "done")
+
+    def __init__(self, head: bytes, items: Sequence[Item], chunk_bytes: int) -> None:
+        if chunk_bytes <= 0:
+            raise ValueError("chunk_bytes must be positive")
+        self._head = head
+        self._items: Sequence[Item] | None = items
+        self._chunk_bytes = chunk_bytes
+        self._next = 0
+        self.done = False
+
+    def __iter__(self) -> _JoinedChunks:
+        return self
+
+    def __next__(self) -> bytes:
+        items = self._items
+        if items is None:
+            raise StopIteration
+        begin = end = self._next
+        parts = [self._head] if begin == 0 else [b""]  # b"": the comma before a later piece
+        size = len(parts[0])
+        while end < len(items):
+            value = items[end].value
+            parts.append(value)
+            size += len(value) + (end > 0)  # the comma before every item but the first
+            end += 1
+            if size >= self._chunk_bytes:
+                break
+        self._next = end
+        piece = parts[0] + b",".join(parts[1:]) if begin == 0 else b",".join(parts)
+        if end == len(items):
+            self._items = None  # the last piece lets the items go
+            self.done = True
+            piece += b"]}"
+        return piece
 
 
 @dataclass(frozen=True, slots=True)

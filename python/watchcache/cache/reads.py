@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
-from watchcache.cache.backing_store import ListResult
+from watchcache.cache.backing_store import BodyChunks, ListResult
 from watchcache.cache.watcher import WatchEvent
 from watchcache.wire.options import ListOptions, WatchOptions
 
@@ -47,4 +47,9 @@ class ResourceReader(Protocol):
 
     def render(self, result: ListResult) -> bytes:
         """The LIST body of ``result`` for this resource's kind."""
+        ...
+
+    def chunks(self, result: ListResult, chunk_bytes: int) -> BodyChunks:
+        """:meth:`render`'s body in pieces of about ``chunk_bytes``, rendered as they are
+        asked for (``ListResult.chunks``)."""
         ...

@@ -73,6 +73,7 @@ from watchcache._core import (
 )
 from watchcache.cache.backing_store import (
     BackingStore,
+    BodyChunks,
     ListResult,
     Source,
     StoreListRequest,
@@ -721,6 +722,10 @@ class WatchCache:
     def render(self, result: ListResult) -> bytes:
         """The LIST body for this cache's kind: ``{"kind":"<Kind>List",...}``."""
         return result.render(self.list_kind, self.api_version)
+
+    def chunks(self, result: ListResult, chunk_bytes: int) -> BodyChunks:
+        """:meth:`render`'s body in pieces of about ``chunk_bytes`` (``ListResult.chunks``)."""
+        return result.chunks(self.list_kind, self.api_version, chunk_bytes)
 
     def _count_consistent(self, success: bool, fallback: str) -> None:
         key = (success, fallback)

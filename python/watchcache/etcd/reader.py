@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Final
 
 from watchcache._core import Item, Selector
-from watchcache.cache.backing_store import ListResult, StoreListRequest
+from watchcache.cache.backing_store import BodyChunks, ListResult, StoreListRequest
 from watchcache.cache.event import Event, EventType, bookmark_object
 from watchcache.cache.objects import ObjectCodec, ObjectDecodeError
 from watchcache.cache.planner import store_revision
@@ -133,6 +133,9 @@ class EtcdReader:
 
     def render(self, result: ListResult) -> bytes:
         return result.render(self.kind + "List", self.api_version)
+
+    def chunks(self, result: ListResult, chunk_bytes: int) -> BodyChunks:
+        return result.chunks(self.kind + "List", self.api_version, chunk_bytes)
 
     def decode(self, key: bytes, value: bytes, revision: int) -> Item:
         """A stored value as the Item clients receive, at ``revision``. Raises
