@@ -8,6 +8,7 @@ passed on (subresources, Tables, watches, refusals before the read)."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass
@@ -44,7 +45,11 @@ class Counting:
 
 
 async def ask(
-    app: Any, path: str, query: str = "", accept: str | None = "application/json"
+    app: Any,
+    path: str,
+    query: str = "",
+    accept: str | None = "application/json",
+    extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> Answer:
     scope = {
         "type": "http",
@@ -57,7 +62,8 @@ async def ask(
         "query_string": query.encode(),
         "root_path": "",
         "headers": [(b"host", b"test")]
-        + ([] if accept is None else [(b"accept", accept.encode("latin-1"))]),
+        + ([] if accept is None else [(b"accept", accept.encode("latin-1"))])
+        + list(extra),
         "client": ("127.0.0.1", 40000),
         "server": ("127.0.0.1", 80),
     }
@@ -123,13 +129,17 @@ async def apps(etcd: EtcdCluster) -> AsyncIterator[Apps]:
 
 
 async def same(
-    apps: Apps, path: str, query: str = "", accept: str | None = "application/json"
+    apps: Apps,
+    path: str,
+    query: str = "",
+    accept: str | None = "application/json",
+    extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> tuple[Answer, bool]:
     """Ask both; return the answer and whether the lean path passed it on."""
     before = apps.routed.calls
-    lean = await ask(apps.lean, path, query, accept)
+    lean = await ask(apps.lean, path, query, accept, extra)
     passed_on = apps.routed.calls > before
-    routed = await ask(apps.routed.app, path, query, accept)
+    routed = await ask(apps.routed.app, path, query, accept, extra)
     assert (lean.status, lean.headers, lean.body) == (routed.status, routed.headers, routed.body), (
         path,
         query,
@@ -177,6 +187,39 @@ async def test_a_continue_token_from_the_lean_path_works_on_both(apps: Apps) -> 
     second, passed_on = await same(apps, "/api/v1/configmaps", f"limit=2&continue={token}")
     assert not passed_on
     assert [i["metadata"]["name"] for i in json.loads(second.body)["items"]] == ["c2", "c0"]
+
+
+async def test_large_answers_are_streamed_and_gzipped_alike(apps: Apps) -> None:
+    """LISTs above 128 KiB are sent in pieces, gzipped when asked (apiserver/streaming.py),
+    and so are large objects: both routes send the same pieces, headers and bytes."""
+    store = apps.server.stores["configmaps"]
+    for i in range(150):
+        body = {"metadata": {"name": f"big{i}"}, "data": {"k": "v" * 1500}}
+        await store.create("a", body, dry_run=False, manager="test")
+    huge = {"metadata": {"name": "huge"}, "data": {"k": "w" * 200_000}}
+    await store.create("b", huge, dry_run=False, manager="test")
+    listed = await ask(apps.lean, "/api/v1/namespaces/a/configmaps")  # consistent: waits
+    assert len(json.loads(listed.body)["items"]) == 153
+    gzip_ok = ((b"accept-encoding", b"gzip, deflate"),)
+    for path, query in [
+        ("/api/v1/namespaces/a/configmaps", ""),
+        ("/api/v1/configmaps", "resourceVersion=0"),
+        ("/api/v1/configmaps", "limit=100"),
+        ("/api/v1/namespaces/b/configmaps/huge", ""),
+    ]:
+        for extra in ((), gzip_ok):
+            answer, passed_on = await same(apps, path, query, extra=extra)
+            assert not passed_on, (path, query)
+            headers = dict(answer.headers)
+            assert (headers.get(b"content-encoding") == b"gzip") is bool(extra), (path, extra)
+        plain, _ = await same(apps, path, query)
+        packed, _ = await same(apps, path, query, extra=gzip_ok)
+        assert gzip.decompress(packed.body) == plain.body
+    # Tables go through the routes only, and are gzipped there alike.
+    table, passed_on = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE)
+    assert passed_on
+    packed, _ = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE, gzip_ok)
+    assert gzip.decompress(packed.body) == table.body
 
 
 PASSED_ON = [

@@ -17,7 +17,9 @@ Starlette's routing, Request, Response and middleware (several times the cost of
 itself); everything else, and every request a route would refuse before reading, goes
 through Starlette unchanged. Both call :meth:`ApiServer._read_one` and
 :meth:`ApiServer._read_page` and turn failures into the same Status, so a request gets the
-same answer either way (tests/integration/test_lean_reads.py compares them).
+same answer either way (tests/integration/test_lean_reads.py compares them). Both send
+LIST and GET answers with :func:`~watchcache.apiserver.streaming.send_body`: a LIST body
+streamed in pieces from its snapshot, gzip for large answers (apiserver/streaming.py).
 """
 
 from __future__ import annotations
@@ -45,7 +47,15 @@ from watchcache import metrics
 from watchcache._core import Item
 from watchcache.apiserver import aggregated_discovery, discovery, tables
 from watchcache.apiserver.openapi import Document, OpenAPIDocuments, openapi_documents
-from watchcache.cache.backing_store import ListResult
+from watchcache.apiserver.streaming import (
+    CHUNK_BYTES,
+    GZIP_THRESHOLD_BYTES,
+    BodyResponse,
+    WholeBody,
+    accepts_gzip,
+    send_body,
+)
+from watchcache.cache.backing_store import BodyChunks, ListResult
 from watchcache.cache.reads import ResourceReader
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.crd import CustomResourceDefinitionController
@@ -136,9 +146,13 @@ class ApiServer:
         db_metric_poll_interval: float = DEFAULT_POLL_INTERVAL,
         etcd_maintenance: bool = False,
         etcd_quota_bytes: int = 0,
+        response_compression: bool = True,
         **cache_options: Any,
     ) -> None:
         self.client = client
+        #: gzip for LIST and GET answers over 128 KiB to clients that accept it (kube's
+        #: APIResponseCompression; apiserver/streaming.py).
+        self.response_compression = response_compression
         #: Seconds between compactions of each etcd cluster (0: never; the compacted
         #: revision is still followed). See etcd/compactor.py.
         self.compaction_interval = compaction_interval
@@ -780,8 +794,8 @@ class ApiServer:
                 version=table[0],
                 include_object=table[1],
             )
-            return _json(body)
-        return _json(reader.render(result))
+            return self._answer(request, WholeBody(body))
+        return self._answer(request, reader.chunks(result, CHUNK_BYTES))
 
     async def _get(
         self, request: Request, spec: ResourceSpec, namespace: str, name: str
@@ -789,17 +803,23 @@ class ApiServer:
         item = await self._read_one(spec, namespace, name, _resource_version(_query(request)))
         table = _table_request(request)
         if table is not None:
-            return _json(
-                tables.render_table(
-                    spec,
-                    [item.value],
-                    list_meta={"resourceVersion": str(item.mod_revision)},
-                    now=datetime.now(UTC),
-                    version=table[0],
-                    include_object=table[1],
-                )
+            body = tables.render_table(
+                spec,
+                [item.value],
+                list_meta={"resourceVersion": str(item.mod_revision)},
+                now=datetime.now(UTC),
+                version=table[0],
+                include_object=table[1],
             )
-        return _json(item.value)
+            return self._answer(request, WholeBody(body))
+        return self._answer(request, WholeBody(item.value))
+
+    def _answer(self, request: Request, body: BodyChunks) -> Response:
+        """A LIST or GET answer in JSON, sent as the lean path sends it (:func:`send_body`)."""
+        gzip = self.response_compression and accepts_gzip(
+            request.headers.get("accept-encoding", "")
+        )
+        return BodyResponse(body, gzip=gzip, media_type=JSON)
 
     async def _read_page(
         self, spec: ResourceSpec, namespace: str, opts: ListOptions
@@ -957,6 +977,10 @@ class LeanReads:
                     self._remember(self._versions, query, resource_version)
                 item = await self._server._read_one(spec, namespace or "", name, resource_version)
                 body = item.value
+                if len(body) > GZIP_THRESHOLD_BYTES:
+                    chunks: BodyChunks | None = WholeBody(body)
+                else:
+                    chunks = None  # sent below, as it always was: no header to read
             else:
                 opts = self._options.get(query) if query else _NO_LIST_OPTIONS
                 if opts is None:
@@ -967,9 +991,16 @@ class LeanReads:
                     opts = parsed
                     self._remember(self._options, query, opts)
                 reader, result = await self._server._read_page(spec, namespace or "", opts)
-                body = reader.render(result)
+                chunks = reader.chunks(result, CHUNK_BYTES)
+                del result  # the pieces hold the page until they are sent
         except Exception as error:
             await _error_response(error)(scope, receive, send)
+            return
+        if chunks is not None:
+            gzip = self._server.response_compression and accepts_gzip(
+                _header(scope, b"accept-encoding")
+            )
+            await send_body(send, receive, chunks, content_type=_JSON_BYTES, gzip=gzip)
             return
         await send(
             {
@@ -1047,7 +1078,8 @@ def _parse_query_string(query_string: bytes) -> list[tuple[str, str]]:
 
 
 _NO_LIST_OPTIONS = ListOptions()
-_JSON_CONTENT_TYPE = (b"content-type", JSON.encode())
+_JSON_BYTES = JSON.encode()
+_JSON_CONTENT_TYPE = (b"content-type", _JSON_BYTES)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -152,6 +152,7 @@ def run_serve(args: argparse.Namespace) -> int:
         db_metric_poll_interval=args.etcd_db_metric_poll_interval,
         quota_backend_bytes=args.etcd_quota_backend_bytes,
         exact_remaining_counts=args.exact_remaining_item_count,
+        response_compression=args.response_compression,
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -303,6 +304,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="read LISTs whose selector fixes an indexed field through the cache's index "
         "(pods: spec.nodeName=X, the kubelets' LIST); --no-list-indexes scans (default: on)",
+    )
+    serve_cmd.add_argument(
+        "--response-compression",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="gzip LIST and GET answers over 128 KiB for clients that accept gzip, as "
+        "kube-apiserver's APIResponseCompression does (default: on)",
     )
     serve_cmd.add_argument(
         "--exact-remaining-item-count",

@@ -74,6 +74,8 @@ class ServeOptions:
     db_metric_poll_interval: float = DEFAULT_POLL_INTERVAL
     #: The embedded etcd's backend quota in bytes (0: etcd's default, 2 GiB).
     quota_backend_bytes: int = 0
+    #: gzip for large LIST and GET answers to clients that accept it (--response-compression).
+    response_compression: bool = True
 
 
 def run(options: ServeOptions) -> int:
@@ -140,6 +142,7 @@ async def serve(options: ServeOptions, endpoints: Sequence[str], *, embedded: bo
             # The embedded etcd is ours to maintain: defragment it, lift NOSPACE.
             etcd_maintenance=embedded,
             etcd_quota_bytes=options.quota_backend_bytes or ETCD_DEFAULT_QUOTA_BYTES,
+            response_compression=options.response_compression,
             **indexes,
         )
         config = uvicorn_config(

@@ -1,0 +1,150 @@
+"""apiserver/streaming.py at the ASGI boundary: which requests accept gzip (kube's
+ContentEncodingSupported), how a body is framed (whole with a Content-Length up to the
+threshold, else in pieces), what is compressed, and that a client gone mid-body stops the
+rendering of further pieces. Over real HTTP: tests/integration/test_streamed_lists.py."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+from typing import Any
+
+import pytest
+
+from watchcache.apiserver.streaming import (
+    GZIP_THRESHOLD_BYTES,
+    WholeBody,
+    accepts_gzip,
+    send_body,
+)
+from watchcache.cache.backing_store import BodyChunks
+
+
+@pytest.mark.parametrize(
+    ("header", "accepted"),
+    [
+        ("gzip", True),
+        ("gzip, deflate", True),
+        ("deflate,gzip", True),
+        (" deflate ,  gzip  ", True),
+        ("", False),
+        ("identity", False),
+        ("x-gzip", False),
+        ("GZIP", False),  # kube compares the token exactly
+        ("gzip;q=0", False),  # and reads no q-values: this token is not "gzip"
+        ("gzip;q=1.0", False),
+        ("gzipped", False),
+        ("*", False),
+    ],
+)
+def test_gzip_is_accepted_as_kube_decides(header: str, accepted: bool) -> None:
+    assert accepts_gzip(header) is accepted
+
+
+class Pieces:
+    """A body in pieces that counts how many were rendered (asked for)."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self._pieces = pieces
+        self.rendered = 0
+
+    @property
+    def done(self) -> bool:
+        return self.rendered == len(self._pieces)
+
+    def __next__(self) -> bytes:
+        if self.done:
+            raise StopIteration
+        self.rendered += 1
+        return self._pieces[self.rendered - 1]
+
+
+class Client:
+    """ASGI receive/send of a GET; ``leave_after`` body messages, the client goes away."""
+
+    def __init__(self, leave_after: int | None = None) -> None:
+        self.start: dict[str, Any] = {}
+        self.bodies: list[bytes] = []
+        self.more: list[bool] = []
+        self.leave_after = leave_after
+        self.gone = asyncio.Event()
+        self.requested = False
+
+    async def receive(self) -> dict[str, Any]:
+        if not self.requested:
+            self.requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.start = message
+            return
+        if self.gone.is_set():
+            return  # as uvicorn: what is sent to a closed connection is dropped
+        self.bodies.append(message.get("body", b""))
+        self.more.append(message.get("more_body", False))
+        if self.leave_after is not None and len(self.bodies) >= self.leave_after:
+            self.gone.set()
+
+    @property
+    def headers(self) -> dict[bytes, bytes]:
+        return dict(self.start["headers"])
+
+
+async def answer(pieces: BodyChunks, client: Client, *, gzip: bool) -> None:
+    await send_body(
+        client.send,  # type: ignore[arg-type]
+        client.receive,
+        pieces,
+        content_type=b"application/json",
+        gzip=gzip,
+        headers=[(b"warning", b'299 - "x"')],
+    )
+
+
+async def test_a_body_up_to_the_threshold_is_sent_whole() -> None:
+    body = [b"a" * 1000] * (GZIP_THRESHOLD_BYTES // 1000) + [b"b" * (GZIP_THRESHOLD_BYTES % 1000)]
+    client = Client()
+    await answer(Pieces(body), client, gzip=True)
+    assert client.headers == {
+        b"content-length": str(GZIP_THRESHOLD_BYTES).encode(),
+        b"content-type": b"application/json",
+        b"warning": b'299 - "x"',
+    }
+    assert client.bodies == [b"".join(body)] and client.more == [False]
+
+
+async def test_a_larger_body_is_streamed_and_gzipped_when_asked() -> None:
+    body = [b'{"x":"%d"}' % i * 2000 for i in range(40)]
+    plain, packed = Client(), Client()
+    await answer(Pieces(body), plain, gzip=False)
+    await answer(Pieces(body), packed, gzip=True)
+    assert plain.headers == {b"content-type": b"application/json", b"warning": b'299 - "x"'}
+    assert b"".join(plain.bodies) == b"".join(body)
+    assert plain.more == [True] * (len(plain.more) - 1) + [False]
+    assert len(plain.bodies) > 2, "sent in pieces"
+    assert packed.headers[b"content-encoding"] == b"gzip"
+    assert packed.headers[b"vary"] == b"Accept-Encoding"
+    assert b"content-length" not in packed.headers
+    assert gzip.decompress(b"".join(packed.bodies)) == b"".join(body)
+
+
+async def test_a_whole_body_over_the_threshold_is_gzipped_too() -> None:
+    body = b"z" * (GZIP_THRESHOLD_BYTES + 1)
+    client = Client()
+    await answer(WholeBody(body), client, gzip=True)
+    assert client.headers[b"content-encoding"] == b"gzip"
+    assert gzip.decompress(b"".join(client.bodies)) == body
+
+
+@pytest.mark.parametrize("compress", [False, True])
+async def test_a_client_gone_mid_body_stops_the_rendering(compress: bool) -> None:
+    # Incompressible pieces, so that each one sent compressed is a message to the client.
+    pieces = Pieces([os.urandom(100_000) for _ in range(100)])
+    client = Client(leave_after=3)
+    await asyncio.wait_for(answer(pieces, client, gzip=compress), 30)
+    assert pieces.rendered < 10, "no piece rendered long after the client left"
+    assert client.more == [True] * len(client.more), "the body was never ended"
