@@ -515,3 +515,17 @@ async def test_the_cached_state_a_write_starts_from_is_what_etcd_gives(
         assert cached is not None, served
         assert (cached.obj, cached.revision) == (fresh.obj, fresh.revision), served
         assert not cached.current and fresh.current
+
+
+async def test_a_cache_found_inconsistent_is_not_where_writes_start(server: Server) -> None:
+    """While the consistency check has the cache marked wrong, writes read etcd first."""
+    await server.create("distrust", {"a": "1"})
+    server.cache.mark_inconsistent()
+    try:
+        patched, trips = await server.counted(
+            server.http.patch(f"{CM}/distrust", content=b'{"data":{"a":"2"}}', headers=MERGE)
+        )
+    finally:
+        server.cache.mark_consistent()
+    assert data_of(patched) == {"a": "2"}
+    assert trips == {"Range": 1, "Txn": 1}

@@ -261,12 +261,15 @@ class ObjectStore:
 
     def _cached_state(self, namespace: str, name: str) -> _State | None:
         """The object as the watch cache has it now, without waiting for the cache to
-        catch up (None: no cache, not ready, or not in it). Possibly stale: see
-        :meth:`_recheck` and the module note. Its value went through the same
-        :attr:`to_served` as :meth:`_state_of` applies, and carries the resourceVersion
-        the cache stamped, which etcd's value does not: removed, so both look alike."""
+        catch up (None: no cache, not ready, found inconsistent with etcd, or not in it).
+        Possibly stale: see :meth:`_recheck` and the module note. Its value went through
+        the same :attr:`to_served` as :meth:`_state_of` applies, and carries the
+        resourceVersion the cache stamped, which etcd's value does not: removed, so both
+        look alike."""
         cache = self.cache
-        if cache is None or not cache.ready:
+        # A cache the consistency check found wrong serves no reads until rebuilt; its
+        # copies would only cost failed compares, so writes read etcd meanwhile too.
+        if cache is None or not cache.ready or not cache.consistent:
             return None
         item = cache.snapshot()[1].get_item(self.spec.key(namespace, name))
         if item is None:
