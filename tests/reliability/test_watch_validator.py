@@ -1,9 +1,11 @@
 """The watch validator catches each violation it claims to: hand-made streams that break one
-guarantee each, against a hand-made history; and the oracle read from a real etcd is the
-history etcd really has."""
+guarantee each, against a hand-made history; the oracle read from a real etcd is the
+history etcd really has, and the one recorded as a run goes still is after etcd compacted
+it away; checks made while a run goes on find what the same checks at the end would."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 
@@ -13,12 +15,17 @@ from watch_validator import (
     BOOKMARK,
     DELETED,
     MODIFIED,
+    Chain,
     Change,
     End,
     Guarantee,
     HistoryTooShortError,
     LabelSelector,
     Oracle,
+    OracleRecorder,
+    RunningChecks,
+    SessionCheck,
+    StateCheck,
     WatchFilter,
     WatchSession,
     WatchValidator,
@@ -28,6 +35,7 @@ from watch_validator import (
 
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.proto import rpc_pb2
+from watchcache.wire.errors import CompactedError
 
 A, B = {"app": "a"}, {"app": "b"}
 X, Y, Z, W = "/p/a/x", "/p/a/y", "/p/b/z", "/p/a/w"
@@ -172,6 +180,15 @@ def test_a_bookmark_beyond_etcd_breaks_bookmarkable() -> None:
     assert [v.message for v in found] == ["bookmark 12 above etcd's 11"]
 
 
+def test_a_bookmark_beyond_the_ceiling_breaks_bookmarkable_even_if_the_oracle_got_there() -> None:
+    # A recorder's oracle runs on after the session ended: etcd's revision read then is
+    # the limit, not what the oracle reached since.
+    v = WatchValidator(oracle())
+    late = session(ALL, [*EVERYTHING[:2], (BOOKMARK, "", 7)], start=5)
+    assert guarantees(v, late) == []
+    assert [x.guarantee for x in v.check(late, ceiling=6)] == [Guarantee.BOOKMARKABLE]
+
+
 def test_a_bookmark_vouches_for_everything_below_it() -> None:
     # Nothing selected changed after 10: a bookmark at 11 after all events is fine ...
     assert WatchValidator(oracle()).check(session(APP_A, [*SELECTED, (BOOKMARK, "", 11)])) == []
@@ -226,6 +243,17 @@ def test_after_a_410_the_new_list_may_not_be_older_than_what_was_seen() -> None:
     found = v.check_chain([expired, session(ALL, EVERYTHING[2:], start=7)])
     assert [x.guarantee for x in found] == [Guarantee.RESUMABLE]
     assert "below the 8 already seen" in found[0].message
+
+
+def test_a_chain_checked_link_by_link_remembers_what_was_seen_before() -> None:
+    v = WatchValidator(oracle())
+    expired = session(ALL, [], start=7, end=End.EXPIRED)
+    relisted = session(ALL, EVERYTHING[2:], start=7)
+    # Alone the link is fine: nothing above 7 was seen in it ...
+    assert v.check_chain([expired, relisted]) == []
+    # ... but the watcher had seen 9 in an earlier session.
+    found = v.check_chain([expired, relisted], seen=9)
+    assert [x.guarantee for x in found] == [Guarantee.RESUMABLE]
 
 
 def watch_list(flt: WatchFilter, initial: Sequence[tuple[str, int]], at: int) -> WatchSession:
@@ -289,6 +317,22 @@ def test_state_at_any_revision_in_any_order() -> None:
         o.state_at(12)
 
 
+def test_forgetting_folds_the_old_history_into_the_base() -> None:
+    o = oracle()
+    o.forget(8)
+    assert (o.first, o.base) == (9, {X: (7, B), Z: (8, A), Y: (6, A)})
+    assert o.expected(ALL, 8, 11) == [(kind, key, rv) for kind, key, rv in EVERYTHING[3:]]
+    assert o.state_at(10) == oracle().state_at(10)
+    with pytest.raises(HistoryTooShortError):
+        o.between(7, 10)
+    with pytest.raises(HistoryTooShortError):
+        o.state_at(7)
+    o.forget(5)  # older than what is left: nothing to do
+    assert o.first == 9
+    o.forget(99)  # as far as the history goes
+    assert (o.first, o.changes, o.state_at(11)) == (12, [], oracle().state_at(11))
+
+
 @pytest.mark.parametrize(
     ("selector", "labels", "expected"),
     [
@@ -350,3 +394,70 @@ async def test_the_oracle_read_from_etcd_is_etcds_history(etcd_client: EtcdClien
         (ADDED, Z, third),
         (DELETED, Y, third),
     ]
+
+
+async def test_the_recorded_oracle_outlives_a_compaction(etcd_client: EtcdClient) -> None:
+    c = etcd_client
+    before = await c.put(b"/p/a/x", pod(A))
+    first = await c.current_revision(b"/p/") + 1
+    async with OracleRecorder(c, "/p/") as recorder:
+        o = await recorder.start(first)
+        added = await c.put(b"/p/a/y", pod(A))
+        modified = await c.put(b"/p/a/x", pod(B))
+        await c.compact(modified)
+        deleted = int((await c.delete_range(b"/p/a/y")).header.revision)
+        await c.put(b"/other", b"{}")
+        last = await recorder.catch_up()
+
+        # etcd itself no longer has the history ...
+        with pytest.raises(CompactedError):
+            await read_oracle(c, "/p/", first, last)
+        # ... the recorder has all of it.
+        assert o.base == {X: (before, A)}
+        assert o.changes == [
+            Change(added, Y, A, None),
+            Change(modified, X, B, A),
+            Change(deleted, Y, None, A),
+        ]
+        assert o.last >= last
+        assert o.state_at(last) == await read_state(c, "/p/", last)
+        assert (recorder.puts, recorder.error) == (2, None)
+
+
+async def test_checks_made_as_the_run_goes_find_what_they_would_at_the_end(
+    etcd_client: EtcdClient,
+) -> None:
+    c = etcd_client
+    first = await c.current_revision(b"/p/") + 1
+    async with OracleRecorder(c, "/p/") as recorder:
+        await recorder.start(first)
+        checks = RunningChecks(recorder, retention=0.0)
+        runner = asyncio.create_task(checks.run())
+        added = await c.put(b"/p/a/y", pod(A))
+        modified = await c.put(b"/p/a/x", pod(B))
+        chain = Chain()
+        start = first - 1
+        faithful = session(ALL, [(ADDED, Y, added), (ADDED, X, modified)], start=start)
+        # Submitted before the oracle has recorded it: checked once it has.
+        checks.submit(SessionCheck(faithful, modified, checks.hold(start), chain))
+        resumed = session(ALL, [], start=start + 1, name="resumed")  # not where #1 stopped
+        checks.submit(SessionCheck(resumed, modified, checks.hold(start), chain))
+        lossy = session(ALL, [(ADDED, X, modified)], start=start, name="probe")
+        checks.submit(SessionCheck(lossy, modified, checks.hold(start)))
+        state = {Y: added, X: modified}
+        checks.submit(StateCheck("state", ALL, modified, state, checks.hold(modified)))
+        await checks.queue.join()
+        runner.cancel()
+
+        found = sorted((v.session, v.guarantee) for v in checks.validator.violations)
+        assert found == [("probe", Guarantee.RELIABLE), ("resumed", Guarantee.RESUMABLE)]
+        assert (checks.sessions, chain.last, chain.with_events) == (2, resumed, faithful)
+        assert checks.failures == [] and not checks.holds
+
+        # A hold keeps the history it needs; without one, everything recorded is forgotten.
+        checks.hold(added)
+        assert checks.trim() == added
+        assert checks.oracle.expected(ALL, added, modified) == [(ADDED, X, modified)]
+        checks.release(added)
+        assert checks.trim() == checks.oracle.last
+        assert checks.oracle.selected(ALL, checks.oracle.last) == state

@@ -9,7 +9,9 @@ sends initial events, the initial ADDED objects and the rv of that state.
 
 The oracle is what etcd did: the state under the watched prefix just before the first
 revision of interest (a Range at that revision) and every change after it (a watch from
-that revision with ``prev_kv``, so each change carries the labels before and after).
+that revision with ``prev_kv``, so each change carries the labels before and after). It is
+read back at the end (:func:`read_oracle`) or, when etcd is compacted while the run goes
+on and that history is erased, recorded as it happens (:class:`OracleRecorder`).
 :class:`Oracle` answers "what must a watcher with this prefix and label selector see in
 (start, end]" (docs/semantics.md §5.5: an object entering the selector is ADDED, leaving it is
 DELETED at the change's rv) and "what was the state at rv R".
@@ -43,13 +45,15 @@ import enum
 import itertools
 import json
 import re
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from watchcache.etcd.client import EtcdClient, prefix_range_end
 from watchcache.etcd.proto import kv_pb2
 from watchcache.etcd.watch import EtcdWatch
+from watchcache.wire.errors import CompactedError
 
 Labels = Mapping[str, str]
 #: key -> (mod revision, labels): the objects under a prefix at one revision.
@@ -78,6 +82,11 @@ class End(enum.StrEnum):
 
 class HistoryTooShortError(ValueError):
     """A session reaches outside the revisions the oracle holds: a harness bug."""
+
+
+class RecordingLostError(RuntimeError):
+    """The recorder's watch ended (fell behind a compaction, or failed): from then on the
+    oracle is incomplete, and waiting for it raises this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +196,8 @@ class Change:
 class Oracle:
     """etcd's history of one prefix: the state just before ``first`` and every change in
     ``[first, last]``. Built from :func:`read_state` and :func:`read_history`, possibly in
-    parts (:meth:`extend`: history read before a compaction, the rest after)."""
+    parts (:meth:`extend`: history read before a compaction, the rest after, or batch by
+    batch from a live watch), and trimmed at the old end by :meth:`forget`."""
 
     def __init__(self, base: State, first: int, changes: Iterable[Change], last: int) -> None:
         self.base = dict(base)
@@ -211,6 +221,23 @@ class Oracle:
             self.changes.append(change)
             self._revisions.append(change.revision)
         self.last = last
+
+    def forget(self, through: int) -> None:
+        """Fold the changes up to ``through`` into the base state, so a long run's oracle
+        holds only the history still to be checked: afterwards sessions starting at
+        ``through`` or later, and states at ``through`` or later, can be checked; older
+        ones raise :class:`HistoryTooShortError`. Nothing happens for a revision the
+        history does not reach past yet."""
+        through = min(through, self.last)
+        if through < self.first:
+            return
+        base = self.state_at(through)
+        cut = bisect.bisect_right(self._revisions, through)
+        del self.changes[:cut]
+        del self._revisions[:cut]
+        self.base = base
+        self.first = through + 1
+        self._memo = None
 
     def between(self, after: int, through: int) -> list[Change]:
         """Changes with ``after < revision <= through``."""
@@ -333,6 +360,152 @@ async def read_oracle(client: EtcdClient, prefix: str, first: int, last: int) ->
     return Oracle(base, first, await read_history(client, prefix, first, last), last)
 
 
+class OracleRecorder:
+    """The oracle recorded while a run goes on, for runs in which etcd is compacted.
+
+    :func:`read_oracle` reads the history back at the end, and compaction erases it. Here
+    the state at ``first - 1`` is read at :meth:`start` (before the writes of interest, so
+    before any compaction can reach it) and a watch on the prefix with ``prev_kv`` folds
+    every change into :attr:`oracle` as it arrives. etcd cancels only a watch whose next
+    revision was compacted away, so a watch that keeps up is never cut by compaction; one
+    that fell a whole compaction interval behind is, and from then on every wait raises
+    :class:`RecordingLostError` (as does any other failure of the watch: a recorder that
+    stopped must not let checks run against a history with a hole). Progress is requested
+    every ``progress_every`` seconds, so :attr:`oracle`'s ``last`` follows etcd's revision
+    when nothing under the prefix changes.
+
+    Labels and keys are interned: a run of millions of changes over a few hundred keys and
+    a dozen label sets keeps one copy of each. Use as an async context manager (the watch
+    stops on exit)."""
+
+    def __init__(self, client: EtcdClient, prefix: str, *, progress_every: float = 0.1) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.progress_every = progress_every
+        self.error: BaseException | None = None
+        #: Changes recorded, and the bytes of the values they put (for the mean object size).
+        self.recorded = 0
+        self.value_bytes = 0
+        self.puts = 0
+        self._oracle: Oracle | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._advanced = asyncio.Event()
+        self._created = False
+        self._labels: dict[tuple[tuple[str, str], ...], Labels] = {}
+        self._keys: dict[str, str] = {}
+
+    @property
+    def oracle(self) -> Oracle:
+        if self._oracle is None:
+            raise RuntimeError("the recorder is not started")
+        return self._oracle
+
+    async def __aenter__(self) -> OracleRecorder:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self, first: int, *, timeout: float = 30.0) -> Oracle:
+        """Read the state at ``first - 1`` and record every change from ``first``; returns
+        once etcd has created the watch, so a compaction from then on cannot cut it."""
+        base = await read_state(self.client, self.prefix, first - 1) if first > 1 else {}
+        interned = {self._key(k): (rv, self._intern(labels)) for k, (rv, labels) in base.items()}
+        self._oracle = Oracle(interned, first, [], first - 1)
+        # From one revision earlier: etcd's first progress notification (at first - 1 or
+        # later) is then news to the watch, and delivered, which says the watch exists.
+        # A change at first - 1 is the base's, and left out.
+        watch = EtcdWatch(self.client, self.prefix.encode(), start_revision=max(1, first - 1))
+        self._tasks = [
+            asyncio.create_task(self._record(watch), name="oracle recorder"),
+            asyncio.create_task(self._tick(watch), name="oracle progress"),
+        ]
+        async with asyncio.timeout(timeout):
+            while not self._created:
+                if self.error is not None:
+                    raise RecordingLostError(f"the oracle's watch ended: {self.error}")
+                await self._advanced.wait()
+        return self._oracle
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def wait_for(self, revision: int, *, timeout: float = 60.0) -> None:
+        """Until everything up to ``revision`` is recorded. Raises RecordingLostError when
+        the recording stopped, TimeoutError when it did not get there in ``timeout``."""
+        async with asyncio.timeout(timeout):
+            while True:
+                advanced = self._advanced
+                if self.error is not None:
+                    raise RecordingLostError(f"the oracle's watch ended: {self.error}")
+                if self.oracle.last >= revision:
+                    return
+                await advanced.wait()
+
+    async def catch_up(self, *, timeout: float = 60.0) -> int:
+        """etcd's current revision, once everything up to it is recorded."""
+        revision = await self.client.current_revision(self.prefix.encode())
+        await self.wait_for(revision, timeout=timeout)
+        return revision
+
+    async def _record(self, watch: EtcdWatch) -> None:
+        oracle = self.oracle
+        try:
+            async with watch:
+                async for batch in watch:
+                    changes = [
+                        self._change(event)
+                        for event in batch.events
+                        if event.kv.mod_revision >= oracle.first
+                    ]
+                    oracle.extend(changes, max(oracle.last, watch.progress_revision))
+                    self.recorded += len(changes)
+                    self._created = True
+                    self._wake()
+            self.error = RecordingLostError("the watch ended")
+        except CompactedError as error:
+            self.error = RecordingLostError(
+                f"it fell behind a compaction to {error.compact_revision} at {oracle.last}"
+            )
+        except Exception as error:  # recorded: every waiter raises it (class note)
+            self.error = error
+        finally:
+            self._wake()
+
+    def _wake(self) -> None:
+        # A fresh event per advance: a waiter holds the one it checked against, so no
+        # advance between its check and its wait is missed.
+        advanced, self._advanced = self._advanced, asyncio.Event()
+        advanced.set()
+
+    async def _tick(self, watch: EtcdWatch) -> None:
+        while True:
+            watch.request_progress()
+            await asyncio.sleep(self.progress_every)
+
+    def _change(self, event: kv_pb2.Event) -> Change:
+        previous = (
+            self._intern(labels_of(event.prev_kv.value)) if event.HasField("prev_kv") else None
+        )
+        labels = None
+        if event.type == kv_pb2.Event.PUT:
+            labels = self._intern(labels_of(event.kv.value))
+            self.puts += 1
+            self.value_bytes += len(event.kv.value)
+        return Change(
+            int(event.kv.mod_revision), self._key(event.kv.key.decode()), labels, previous
+        )
+
+    def _intern(self, labels: Labels) -> Labels:
+        return self._labels.setdefault(tuple(sorted(labels.items())), labels)
+
+    def _key(self, key: str) -> str:
+        return self._keys.setdefault(key, key)
+
+
 # -- what a watcher received ----------------------------------------------------------------
 
 
@@ -411,9 +584,13 @@ class WatchValidator:
         self.violations.extend(found)
         return found
 
-    def check(self, session: WatchSession) -> list[Violation]:
-        """ordered, unique, bookmarkable, reliable and (if any) initial state."""
+    def check(self, session: WatchSession, *, ceiling: int | None = None) -> list[Violation]:
+        """ordered, unique, bookmarkable, reliable and (if any) initial state. ``ceiling``:
+        etcd's revision read after the session ended, for an oracle that may have recorded
+        past it since (:class:`OracleRecorder`): no bookmark may be above it (default: the
+        oracle's last revision)."""
         found: list[Violation] = []
+        top = self.oracle.last if ceiling is None else ceiling
 
         def bad(guarantee: Guarantee, message: str) -> None:
             found.append(Violation(guarantee, session.name, message))
@@ -438,8 +615,8 @@ class WatchValidator:
                     bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} after bookmark {last_bookmark}")
                 if e.rv < last_event:
                     bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} below delivered rv {last_event}")
-                if e.rv > self.oracle.last:
-                    bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} above etcd's {self.oracle.last}")
+                if e.rv > top:
+                    bad(Guarantee.BOOKMARKABLE, f"bookmark {e.rv} above etcd's {top}")
                 last_bookmark = max(last_bookmark, e.rv)
                 continue
             if e.type not in _CHANGE_TYPES:
@@ -557,11 +734,12 @@ class WatchValidator:
             self.violations.append(found[-1])
         return found
 
-    def check_chain(self, sessions: Sequence[WatchSession]) -> list[Violation]:
+    def check_chain(self, sessions: Sequence[WatchSession], *, seen: int = 0) -> list[Violation]:
         """One watcher's consecutive sessions: each starts where the last one stopped, or
-        after a 410 at a list rv no older than what was already seen."""
+        after a 410 at a list rv no older than what was already seen. ``seen``: the highest
+        rv the watcher saw before the first of ``sessions`` (a chain checked link by link,
+        as a long run does, passes the previous session and what came before it)."""
         found: list[Violation] = []
-        seen = 0
         for before, after in itertools.pairwise(sessions):
             seen = max(seen, before.last_rv)
             if before.end is End.EXPIRED:
@@ -653,3 +831,132 @@ class Tally:
             f"{self.events_checked} watch events checked in {self.sessions_checked} sessions; "
             f"{self.violations} violations"
         )
+
+
+# -- checking as a run goes -----------------------------------------------------------------
+
+
+@dataclass
+class Chain:
+    """One watcher's sessions as :class:`RunningChecks` sees them: the last session checked,
+    the highest rv the watcher saw before it, and the last checked session that had events
+    (what a run re-watches from at its end)."""
+
+    last: WatchSession | None = None
+    seen_before: int = 0
+    with_events: WatchSession | None = None
+
+
+@dataclass(frozen=True)
+class SessionCheck:
+    """A session that ended. ``ceiling``: etcd's revision read after it ended; ``hold``: the
+    revision held for it (:meth:`RunningChecks.hold`), released once checked; ``chain``: its
+    watcher's, None for a one-off watch (a probe)."""
+
+    session: WatchSession
+    ceiling: int
+    hold: int
+    chain: Chain | None = None
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """A client's view ``items`` (key -> rv) of what ``flt`` selects at ``rv``."""
+
+    name: str
+    flt: WatchFilter
+    rv: int
+    items: dict[str, int]
+    hold: int
+
+
+class RunningChecks:
+    """Checks sessions and states while a run goes on, against a recorder's oracle, for runs
+    too long to keep every session to the end.
+
+    Callers :meth:`submit` what ended; :meth:`run` checks each once the oracle has recorded
+    up to it (sessions: ``check`` with the ceiling, and ``check_chain`` link by link through
+    the watcher's :class:`Chain`). Every revision something still needs is held (a
+    watcher's open session, a queued check, a probe: :meth:`hold` before the revision can
+    be passed, :meth:`release` after), and :meth:`forget` trims the oracle to the older of
+    the oldest hold and the revision ``retention`` seconds ago (so a probe still finds old
+    rvs to start from). A check that cannot run (the recording stopped, a history too
+    short) is a harness failure, in ``failures``."""
+
+    def __init__(self, recorder: OracleRecorder, retention: float) -> None:
+        self.recorder = recorder
+        self.oracle = recorder.oracle
+        self.validator = WatchValidator(self.oracle)
+        self.retention = retention
+        self.queue: asyncio.Queue[SessionCheck | StateCheck] = asyncio.Queue()
+        self.holds: Counter[int] = Counter()
+        self.failures: list[str] = []
+        #: Sessions of chains checked, and how many of them ended by 410.
+        self.sessions = 0
+        self.expired_sessions = 0
+        self.forgotten_through = 0
+        self._marks: deque[tuple[float, int]] = deque()
+
+    def hold(self, revision: int) -> int:
+        self.holds[revision] += 1
+        return revision
+
+    def release(self, revision: int) -> None:
+        self.holds[revision] -= 1
+        if self.holds[revision] <= 0:
+            del self.holds[revision]
+
+    def submit(self, check: SessionCheck | StateCheck) -> None:
+        self.queue.put_nowait(check)
+
+    async def run(self) -> None:
+        """Check what is submitted, until cancelled (``queue.join()`` waits for the rest)."""
+        while True:
+            check = await self.queue.get()
+            try:
+                await self._check(check)
+            except (RecordingLostError, HistoryTooShortError, TimeoutError) as error:
+                self.failures.append(f"{type(error).__name__}: {error}")
+            finally:
+                self.release(check.hold)
+                self.queue.task_done()
+
+    async def _check(self, check: SessionCheck | StateCheck) -> None:
+        if isinstance(check, StateCheck):
+            await self.recorder.wait_for(check.rv)
+            self.validator.check_state(check.name, check.flt, check.rv, check.items)
+            return
+        session, chain = check.session, check.chain
+        await self.recorder.wait_for(min(session.covered, check.ceiling))
+        self.validator.check(session, ceiling=check.ceiling)
+        if chain is None:
+            return
+        self.sessions += 1
+        self.expired_sessions += session.end is End.EXPIRED
+        if chain.last is not None:
+            self.validator.check_chain([chain.last, session], seen=chain.seen_before)
+            chain.seen_before = max(chain.seen_before, chain.last.last_rv)
+        chain.last = session
+        if session.changes:
+            chain.with_events = session
+
+    def trim(self) -> int:
+        """Forget what nothing needs (class note) now; returns the revision forgotten
+        through, 0 when nothing was."""
+        now = time.monotonic()
+        self._marks.append((now, self.oracle.last))
+        horizon = self.oracle.first - 1
+        while self._marks and self._marks[0][0] <= now - self.retention:
+            horizon = self._marks.popleft()[1]
+        through = min(min(self.holds, default=self.oracle.last), horizon)
+        if through < self.oracle.first:
+            return 0
+        self.oracle.forget(through)
+        self.forgotten_through = through
+        return through
+
+    async def forget(self, every: float = 10.0) -> None:
+        """:meth:`trim` every ``every`` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(every)
+            self.trim()
