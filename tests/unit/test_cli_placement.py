@@ -113,13 +113,15 @@ def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> N
             "events",
             "--etcd-compaction-interval",
             "1m30s",
+            "--check-consistency-every",
+            "9.5",
             "--no-list-indexes",
             "--exact-remaining-item-count",
         ]
     )
     assert code == 0
     (options,) = seen
-    assert options.compaction_interval == 90.0
+    assert (options.compaction_interval, options.check_consistency_every) == (90.0, 9.5)
     assert (options.list_indexes, options.exact_remaining_counts) == (False, True)
     assert options.etcd_overrides == {
         "events": ("127.0.0.1:2391",),
@@ -145,7 +147,7 @@ def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> N
             ["--etcd-compaction-interval", "5 minutes"],
             "argument --etcd-compaction-interval: time: unknown unit",
         ),
-        (["--etcd-compaction-interval=-5m"], "must not be negative: '-5m'"),
+        (["--etcd-compaction-interval=-5m"], "must be a finite duration, not negative: '-5m'"),
         (
             ["--uncached-resources", "Events"],
             "watchcache serve: error: argument --uncached-resources: 'Events' is not a "

@@ -61,14 +61,18 @@ def positive_seconds(text: str) -> float:
 
 
 def duration_seconds(text: str) -> float:
-    """argparse type: a Go duration (``5m``, ``1m30s``, ``0``) as seconds, not negative."""
+    """argparse type: a Go duration (``5m``, ``1m30s``, ``0``) or a plain number of seconds
+    (``90``, ``0.5``: what these flags took before they took durations), not negative."""
     try:
-        nanos = parse_duration(text)
-    except TimeParseError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if nanos < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return nanos / 1e9
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text) / 1e9
+        except TimeParseError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite duration, not negative: {text!r}")
+    return seconds
 
 
 def positive_duration_seconds(text: str) -> float:
