@@ -274,7 +274,7 @@ async def measure_round(sides: list[Side], round_index: int, writes: int) -> lis
             for j in (0, 1) if i % 2 == 0 else (1, 0):
                 t = time.perf_counter()
                 await sides[j].ops[kind](i)
-                batches[j].ms.append((time.perf_counter() - t) * 1e3)
+                batches[j].ms.append(round((time.perf_counter() - t) * 1e3, 3))
         for j, side in enumerate(sides):
             batches[j].cpu_ns = cpu_ns(side.server.pid) - cpu[j]
             ranges, txns = etcd_calls(side.metrics_url)
