@@ -279,6 +279,14 @@ class Walker {
     return next_leaf();
   }
 
+  // To the first slot of the next leaf (invalid past the last one): for walks that take a
+  // leaf's remaining items at once.
+  bool next_leaf_start() noexcept {
+    if (!valid_) return false;
+    idx_[leaf_level()] = static_cast<std::uint16_t>(node_[leaf_level()]->n - 1);
+    return next();
+  }
+
   // Split like next().
   [[gnu::always_inline]] bool prev() noexcept {
     if (!valid_) return false;
@@ -528,6 +536,29 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
   if (opts.limit) out.items.reserve(std::min<std::size_t>(opts.limit, 1024));
 
   constexpr bool kFiltered = !std::is_same_v<Pred, SelectAll>;
+  if constexpr (!kFiltered) {
+    if (!opts.limit) {
+      // Every item of the range, none tested: their number comes from the ranks (O(log n)),
+      // so the result is sized once and each leaf's run of item pointers is copied whole,
+      // with no per-item step or range test. A full LIST's scan is the wait before its
+      // first byte: 150,000 items took 2.9 ms one by one.
+      if (!w.valid()) return out;
+      const std::size_t from = w.position();
+      const std::size_t upto = end ? view.template rank<false>(*end) : view.size;
+      std::size_t left = upto > from ? upto - from : 0;
+      out.items.reserve(left);
+      while (left && w.valid()) {
+        const detail::Node<F>* leaf = w.leaf();
+        const unsigned slot = w.slot();
+        const std::size_t take = std::min<std::size_t>(leaf->n - slot, left);
+        out.items.insert(out.items.end(), leaf->keys + slot, leaf->keys + slot + take);
+        left -= take;
+        if (left) w.next_leaf_start();
+      }
+      out.scanned = out.items.size();
+      return out;
+    }
+  }
   const detail::Node<F>* fetched_leaf = nullptr;
   bool limited = false;
   while (w.valid() && in_range.admits(w)) {
