@@ -125,6 +125,12 @@ BOOKMARK_INTERVAL_SECONDS: Final = 60.0
 DEFAULT_WATCH_BUFFER: Final = 1024
 #: Scans expected to examine more items than this run in a worker thread.
 THREAD_SCAN_THRESHOLD: Final = 20_000
+#: An unlimited scan without a selector copies whole leaves of item pointers, about 1 ns
+#: per item against 15-25 ns for a scan that steps item by item (150,000 items: 0.13 ms
+#: against 2.9-3.8 ms): its items count this much less against the threshold, so a full
+#: LIST of 150,000 pods is scanned on the loop, without a thread's round trip before its
+#: first byte.
+LEAF_COPY_DISCOUNT: Final = 16
 
 
 def request_key_prefix(resource_prefix: str, prefix: str | None) -> str:
@@ -770,7 +776,7 @@ class WatchCache:
         choice: IndexChoice | None = None
         index_name = ""
         if selector is None:
-            work = 0 if limit else snap.count_prefix(key_prefix)
+            work = 0 if limit else snap.count_prefix(key_prefix) // LEAF_COPY_DISCOUNT
         else:
             chosen = None
             if self._declared_indexes:
