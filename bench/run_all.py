@@ -38,7 +38,7 @@ from reporting import (
 )
 
 #: Scenarios in the order the summary shows them.
-ORDER = ("kep2340", "pagination", "watch", "snapshot-memory", "kubelet", "peers")
+ORDER = ("kep2340", "pagination", "watch", "snapshot-memory", "kubelet", "list-memory", "peers")
 
 
 @dataclass
@@ -95,6 +95,7 @@ def steps(full: bool) -> list[Step]:
         Step("watch", ["bench/watch_fanout.py", *flag]),
         Step("snapshot-memory", ["bench/snapshot_memory.py", *flag]),
         Step("kubelet", ["bench/kubelet.py", *flag]),
+        Step("list-memory", ["bench/list_memory.py", *flag]),
         Step("cache-scenarios", ["bench/cache_scenarios.py", *flag]),
         Step("etcd-scenarios", ["bench/etcd_scenarios.py", *flag]),
     ]
