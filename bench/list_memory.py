@@ -150,8 +150,9 @@ class Burst:
     cpu_seconds: float = 0.0
     #: (seconds since the burst started, RSS bytes), every 20 ms.
     rss_over_time: list[tuple[float, int]] = field(default_factory=list)
-    #: GETs of one pod sent meanwhile, one every 20 ms: how long any request waits.
-    probes: list[Sample] = field(default_factory=list)
+    #: Time to first byte (ms) of GETs of one pod sent meanwhile, one every 20 ms: how long
+    #: any request waits.
+    probes: list[float] = field(default_factory=list)
 
     @property
     def growth(self) -> int:
@@ -165,7 +166,7 @@ class Burst:
         return percentile([s.ttfb_ms for s in self.samples], q)
 
     def probe_ttfb(self, q: float) -> float:
-        return percentile([s.ttfb_ms for s in self.probes], q)
+        return percentile(self.probes, q)
 
     @property
     def lists_per_second(self) -> float:
@@ -228,7 +229,7 @@ def burst(pid: int, port: int, sizes: Sizes, probe: str, *, gzip: bool) -> Burst
 
     def prober() -> None:
         while not done.wait(SAMPLE_SECONDS):
-            out.probes.append(get(port, probe, gzip=False))
+            out.probes.append(get(port, probe, gzip=False).ttfb_ms)
 
     # One process per client (bench/list_client.py), so that no client waits for another's
     # share of a GIL before it sees its first byte; all go at once, when all are ready.
@@ -357,7 +358,7 @@ def pooled_ttfb(group: list[Burst], q: float) -> float:
 
 
 def pooled_probe(group: list[Burst], q: float) -> float:
-    return percentile([x.ttfb_ms for b in group for x in b.probes], q)
+    return percentile([x for b in group for x in b.probes], q)
 
 
 def median(values: list[float]) -> float:
