@@ -80,8 +80,8 @@ test-tsan:
 	TSAN_OPTIONS=halt_on_error=1 setarch "$$(uname -m)" -R ./build/tsan/engine_tests --gtest_filter='*Concurren*'
 
 # Two pytest workers: most tests wait on etcd, kubectl or an apiserver subprocess, so two
-# processes keep both cores busy; each worker
-# starts its own etcd on free ports. The slowest tests are listed at the end of the run.
+# processes keep both cores busy; each worker starts its own etcd on free ports. The
+# slowest tests are listed at the end of the run.
 PYTEST_WORKERS ?= 2
 test-python: install etcd kubectl smd-reference
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25
