@@ -94,10 +94,9 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -112,6 +111,7 @@ from harness import (
     parser,
     percentile,
     rss,
+    workspace,
 )
 from reporting import REPO, Report, figure, markdown
 from watchcache.cli.load import make_object
@@ -1077,16 +1077,6 @@ def plot(rows: list[Row]) -> Callable[[Path], None]:
     return draw
 
 
-@contextlib.contextmanager
-def workspace(keep: bool) -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="watchcache-ab-"))
-    try:
-        yield folder
-    finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--quick", action="store_true", help="the default: quick sizes and rounds")
@@ -1143,7 +1133,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     info: dict[str, Any] = {}
-    with workspace(args.keep) as folder:
+    with workspace("ab", keep=args.keep) as folder:
         trees = (
             prepare("baseline", args.base, folder / "baseline", args.allow_engine_diff),
             prepare("contender", args.contender, folder / "contender", args.allow_engine_diff),

@@ -21,9 +21,11 @@ import asyncio
 import contextlib
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -138,6 +140,18 @@ def reset_peak_rss(pid: int | None = None) -> None:
 
 # ---------------------------------------------------------------------------------------
 # etcd
+
+
+@contextlib.contextmanager
+def workspace(name: str, *, keep: bool = False) -> Iterator[Path]:
+    """A fresh temporary folder ``watchcache-<name>-*`` for one run, removed at the end
+    (unless ``keep``) whatever happened."""
+    folder = Path(tempfile.mkdtemp(prefix=f"watchcache-{name}-"))
+    try:
+        yield folder
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

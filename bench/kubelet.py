@@ -74,22 +74,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ab_apiserver import BOOT, WORKTREE, Tree, TreeServer, cpu_ns, installed_core, prepare
-from harness import KeepAliveClient, etcd, etcd_version, parser, percentile, rss
+from harness import KeepAliveClient, etcd, etcd_version, parser, percentile, rss, workspace
 from read_path import ISSUE_FLOOR, Latency, Load, floor_server, run_wrk, wrk_binary
 from reporting import Headline, Report, figure, fmt_ms, markdown
 from watch_dispatch import RATE as WATCH_RATE
@@ -735,15 +732,6 @@ def plot(r: Run) -> Callable[[Path], None]:
     return draw
 
 
-@contextlib.contextmanager
-def workspace() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="watchcache-kubelet-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__)
     p.add_argument("--nodes", type=int, help="nodes, 30 pods each (quick 500, full 5,000)")
@@ -759,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     wrk = wrk_binary()
     title = "Scenario 6: the kubelets' LIST and WATCH of one node's pods (issue 24)"
     report = Report("kubelet", title, "full" if args.full else "quick")
-    with workspace() as folder:
+    with workspace("kubelet") as folder:
         # A copy of the tree, taken now: every server of the run runs the same code, whatever
         # is edited meanwhile (as read_path.py's sides).
         tree = prepare("kubelet", args.tree, folder / "tree", True)

@@ -74,20 +74,27 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ab_apiserver import WORKTREE, Tree, TreeServer, cpu_ns, installed_core, prepare
-from harness import etcd, etcd_version, parser, peak_rss, percentile, reset_peak_rss, rss
+from harness import (
+    etcd,
+    etcd_version,
+    parser,
+    peak_rss,
+    percentile,
+    reset_peak_rss,
+    rss,
+    workspace,
+)
 from kubelet import NAMESPACE_COUNT, PODS_PER_NODE, SEED, SERVE_FLAGS, Placement, load_pods
 from list_client import Sample, get
 from reporting import Headline, Report, figure, fmt_mib, fmt_ms, markdown
@@ -563,15 +570,6 @@ def plot(r: Run) -> Callable[[Path], None]:
     return draw
 
 
-@contextlib.contextmanager
-def workspace() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="watchcache-list-memory-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def rounded(value: object) -> object:
     """``value`` with every float to 3 decimals (µs for ms, ms for seconds): the JSON's
     size halves, and no sample loses a digit that was measured."""
@@ -598,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = Sizes.of(args)
     title = "Scenario 7: concurrent full LISTs, streamed and gzipped (issue 22)"
     report = Report("list-memory", title, "full" if args.full else "quick")
-    with workspace() as folder:
+    with workspace("list-memory") as folder:
         base = prepare("baseline", args.base, folder / "baseline", True)
         contender = prepare("streamed", args.contender, folder / "streamed", True)
         print(f"baseline: {base.description}; streamed: {contender.description}", flush=True)

@@ -61,7 +61,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -78,7 +77,15 @@ from ab_apiserver import (
     installed_core,
     prepare,
 )
-from harness import KeepAliveClient, Server, etcd, etcd_version, load_configmaps, parser
+from harness import (
+    KeepAliveClient,
+    Server,
+    etcd,
+    etcd_version,
+    load_configmaps,
+    parser,
+    workspace,
+)
 from reporting import REPO, Headline, Report, figure, markdown
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import free_ports
@@ -766,15 +773,6 @@ def plot(rows: list[Row]) -> Callable[[Path], None]:
     return draw
 
 
-@contextlib.contextmanager
-def workspace() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="watchcache-read-path-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def main_callgrind(args: argparse.Namespace) -> int:
     core = installed_core()
     report = Report(
@@ -783,7 +781,7 @@ def main_callgrind(args: argparse.Namespace) -> int:
         "full" if args.full else "quick",
     )
     info: dict[str, Any] = {}
-    with workspace() as folder:
+    with workspace("read-path") as folder:
         trees = [
             prepare("baseline", args.base, folder / "baseline", True),
             prepare("contender", args.contender, folder / "contender", True),
@@ -858,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
         "full" if args.full else "quick",
     )
     info: dict[str, Any] = {}
-    with workspace() as folder:
+    with workspace("read-path") as folder:
         # Both sides run on the installed engine; the read path does not depend on engine
         # changes made since the baseline (others' work may be in flight there).
         trees = [
