@@ -11,7 +11,8 @@ What it answers:
   is), from the same cache without its LIST indexes (``--no-list-indexes``: every LIST scans
   every pod with the selector) and from etcd (``--uncached-resources pods``, as
   kube-apiserver serves pods with ``--watch-cache-sizes pods#0``: every LIST reads and
-  decodes every pod), beside a bare ASGI app on the same uvicorn configuration (the floor);
+  decodes every pod), beside a bare ASGI app on the same uvicorn configuration and event loop (uvloop, the
+  floor);
 * whether the answers are right: the first, last and middle nodes' LISTs (from etcd, the
   first node's), both kinds, return exactly that node's pods;
 * what 5,000 node watchers cost at 100 pod updates/s: dispatch per event, delivery p99,
@@ -485,7 +486,7 @@ async def run(s: Sizes, code: Code, wrk: str, folder: Path) -> Run:
     # The floor answers as many bytes as the indexed cache's LIST of one node.
     result.floor_body_bytes = result.outcomes[0].body_bytes
     script = lua_script(folder, s.nodes, "rv0")
-    with floor_server("asyncio", result.floor_body_bytes) as (url, pid):
+    with floor_server("uvloop", result.floor_body_bytes) as (url, pid):
         run_wrk(wrk, url, 1, script=script)
         result.floor = run_wrk(wrk, url, s.seconds, pid, script=script)
     print(f"  floor: {result.floor.rate:,.0f}/s ({result.floor.cpu_us:.0f} µs CPU)", flush=True)

@@ -12,8 +12,9 @@ What it answers:
   call) — GET by name with 32 connections, consistent and RV=0;
 * how close the lean path comes to the floor: a bare ASGI app (one fixed JSON body) on
   the uvicorn configuration ``watchcache serve`` uses (``apiserver.http.uvicorn_config``,
-  the guarded protocol, asyncio's event loop), measured with the same load in the same
-  round; and, for reference, the same bare app on uvloop.
+  the guarded protocol, asyncio's event loop, as the default baseline's serve runs),
+  measured with the same load in the same round; and the same bare app on uvloop, the loop
+  of ``watchcache serve`` now.
 
 Load: ``wrk`` from Debian (``scripts/install-wrk.sh`` unpacks it under .deps/wrk), ``-t2
 -c32`` for D seconds per case, one fixed URL per case; its Non-2xx count must be 0. Both
@@ -25,8 +26,9 @@ baseline is ``git archive <base> python`` (default: the commit before issue 24's
 work), the contender a copy of the working tree's python/ (or ``--contender REV``); both
 run ``watchcache serve`` (default resources) through bench/tree_python.py on the installed
 engine, one server at a time over one etcd, order swapped each round. With ``--uvloop`` a
-third side runs the contender on uvloop (``watchcache serve`` itself runs on asyncio's
-loop): what changing the loop would add.
+third side runs the contender on uvloop: what the loop adds to a tree whose ``watchcache
+serve`` runs on asyncio's loop (it runs on uvloop by default since ``--loop`` came; the
+default baseline predates it).
 
 Data: C configmaps of ~1 KB over C/10 namespaces (10 per namespace: the small LIST is one
 namespace) and a quiet cluster: nothing writes while a side is measured, so after the

@@ -84,8 +84,9 @@ def test_serve_runs_its_own_etcd_and_leaves_nothing_behind(
         while etcd_pids(data_dir) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert etcd_pids(data_dir) == []
-        # The data outlives the server: a restart serves the same objects (no second load).
-        process = start_serve(data_dir, port)
+        # The data outlives the server: a restart serves the same objects (no second load),
+        # on the standard library's event loop this time.
+        process = start_serve(data_dir, port, "--loop", "asyncio")
         wait_ready(url, process, tmp_path / "serve.log")
         assert get(f"{url}/api/v1/configmaps").count(b'"kind":"ConfigMap"') == 20
     finally:

@@ -117,10 +117,14 @@ def test_the_flags_reach_the_serve_options(monkeypatch: pytest.MonkeyPatch) -> N
             "9.5",
             "--no-list-indexes",
             "--exact-remaining-item-count",
+            "--loop",
+            "asyncio",
         ]
     )
     assert code == 0
-    (options,) = seen
+    assert cli.main(["serve"]) == 0
+    (options, defaults) = seen
+    assert (options.event_loop, defaults.event_loop) == ("asyncio", "uvloop")
     assert (options.compaction_interval, options.check_consistency_every) == (90.0, 9.5)
     assert (options.list_indexes, options.exact_remaining_counts) == (False, True)
     assert options.etcd_overrides == {

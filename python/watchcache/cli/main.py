@@ -157,6 +157,7 @@ def run_serve(args: argparse.Namespace) -> int:
         quota_backend_bytes=args.etcd_quota_backend_bytes,
         exact_remaining_counts=args.exact_remaining_item_count,
         response_compression=args.response_compression,
+        event_loop=args.loop,
     )
     if args.data_dir:
         options.data_dir = args.data_dir
@@ -315,6 +316,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="gzip LIST and GET answers over 128 KiB for clients that accept gzip, as "
         "kube-apiserver's APIResponseCompression does (default: on)",
+    )
+    serve_cmd.add_argument(
+        "--loop",
+        choices=serve.EVENT_LOOPS,
+        default="uvloop",
+        help="the event loop to run on (default: uvloop, as uvicorn chooses; asyncio: the "
+        "standard library's)",
     )
     serve_cmd.add_argument(
         "--exact-remaining-item-count",
