@@ -39,6 +39,8 @@ Callers: :mod:`watchcache.structured.pathelement` and the typed walkers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from watchcache.wire.gostrconv import go_quote
@@ -258,64 +260,79 @@ def _go_quote(text: str) -> str:
     return go_quote(text.translate(_SURROGATES_TO_FFFD))
 
 
+@dataclass(frozen=True)
+class _Format:
+    """How one of Go's renderings writes a decoded JSON value: its null, its strings, and
+    the brackets and separators of its lists and maps (members in key order). Booleans,
+    integers and floats are written alike by all of them. ``other``: what a value that is
+    not JSON becomes (None: it is refused)."""
+
+    null: str
+    string: Callable[[str], str]
+    list_open: str
+    list_sep: str
+    list_close: str
+    member: Callable[[str, str], str]
+    map_open: str
+    map_sep: str
+    map_close: str
+    other: Callable[[object], str] | None = str
+
+
+def _format(value: JSON, f: _Format) -> str:
+    if value is None:
+        return f.null
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _go_float_v(value)
+    if isinstance(value, str):
+        return f.string(value)
+    if isinstance(value, list):
+        return f.list_open + f.list_sep.join(_format(item, f) for item in value) + f.list_close
+    if isinstance(value, dict):
+        members = f.map_sep.join(f.member(k, _format(value[k], f)) for k in sorted(value))
+        return f.map_open + members + f.map_close
+    if f.other is None:
+        raise TypeError(f"not a JSON value: {type(value).__name__}")
+    return f.other(value)
+
+
+#: SMD's ``value.ToString``.
+_PATH_TEXT = _Format(
+    "null", _go_quote, "[", ",", "]", lambda k, v: f"{k}={v}", "", "", "", other=None
+)
+#: fmt's %v of an interface{} holding a decoded JSON value.
+_GO_PLAIN = _Format("<nil>", str, "[", " ", "]", lambda k, v: f"{k}:{v}", "map[", " ", "]")
+#: fmt's %#v of an interface{} holding a decoded JSON value.
+_GO_SHARP = _Format(
+    "interface {}(nil)",
+    _go_quote,
+    "[]interface {}{",
+    ", ",
+    "}",
+    lambda k, v: f"{_go_quote(k)}:{v}",
+    "map[string]interface {}{",
+    ", ",
+    "}",
+)
+
+
 def value_string(value: JSON) -> str:
     """SMD's ``value.ToString``: the text of a key or set element in a path
     (``"web"``, ``80``, ``1.5``, ``true``, ``null``, ``[1,2]``, map entries ``k=v`` run
     together in key order)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float_v(value)
-    if isinstance(value, str):
-        return _go_quote(value)
-    if isinstance(value, list):
-        return "[" + ",".join(value_string(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "".join(f"{k}={value_string(value[k])}" for k in sorted(value))
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    return _format(value, _PATH_TEXT)
 
 
 def _go_plain(value: JSON) -> str:
-    # fmt's %v of an interface{} holding a decoded JSON value.
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float_v(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "[" + " ".join(_go_plain(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_plain(value[k])}" for k in sorted(value)) + "]"
-    return str(value)
+    return _format(value, _GO_PLAIN)
 
 
 def _go_sharp(value: JSON) -> str:
-    # fmt's %#v of an interface{} holding a decoded JSON value.
-    if value is None:
-        return "interface {}(nil)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float_v(value)
-    if isinstance(value, str):
-        return _go_quote(value)
-    if isinstance(value, list):
-        return "[]interface {}{" + ", ".join(_go_sharp(item) for item in value) + "}"
-    if isinstance(value, dict):
-        members = ", ".join(f"{_go_quote(k)}:{_go_sharp(value[k])}" for k in sorted(value))
-        return "map[string]interface {}{" + members + "}"
-    return str(value)
+    return _format(value, _GO_SHARP)
 
 
 def go_v(value: JSON) -> str:
