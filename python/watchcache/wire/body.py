@@ -1108,7 +1108,8 @@ def _parse_text(body: bytes, media: str, context: _Context) -> tuple[dict[str, A
         raise BadRequestError(_TOO_DEEP) from None
     # Unknown fields are dropped, not walked: the bound must hold for them too, or a
     # later step (a patch of the stored object, a table) would recurse that deep.
-    check_depth(value)
+    if media == YAML or not _brackets_within(body, MAX_DEPTH):
+        check_depth(value)
     if not isinstance(value, dict):
         raise context.unrecognized(
             "couldn't get version/kind; json parse error: json: cannot unmarshal "
@@ -1166,17 +1167,27 @@ def check_depth(value: Any) -> None:
 
 
 def _nests_deeper(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` containers; iterative, O(size)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
+    """Whether ``value`` nests deeper than ``limit`` containers; level by level, O(size)."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             return True
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+        below: list[Any] = []
+        for node in level:
+            children = node.values() if isinstance(node, dict) else node
+            below.extend(child for child in children if isinstance(child, dict | list))
+        level = below
     return False
+
+
+def _brackets_within(body: bytes, limit: int) -> bool:
+    """Whether the JSON ``body`` opens at most ``limit`` containers, counting every bracket
+    (those inside strings too): then what it parses to cannot nest deeper than ``limit``,
+    and a body of a few containers needs no walk. (Not for YAML: block collections open
+    without brackets.)"""
+    return body.count(b"{") + body.count(b"[") <= limit
 
 
 def _type_meta(obj: dict[str, Any], name: str, context: _Context) -> str:
