@@ -11,8 +11,8 @@ What it answers:
   is), from the same cache without its LIST indexes (``--no-list-indexes``: every LIST scans
   every pod with the selector) and from etcd (``--uncached-resources pods``, as
   kube-apiserver serves pods with ``--watch-cache-sizes pods#0``: every LIST reads and
-  decodes every pod), beside a bare ASGI app on the same uvicorn configuration and event loop (uvloop, the
-  floor);
+  decodes every pod), beside a bare ASGI app on the same uvicorn configuration and event
+  loop (uvloop: the floor);
 * whether the answers are right: the first, last and middle nodes' LISTs (from etcd, the
   first node's), both kinds, return exactly that node's pods;
 * what 5,000 node watchers cost at 100 pod updates/s: dispatch per event, delivery p99,
