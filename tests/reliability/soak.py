@@ -139,10 +139,11 @@ MIB = 1024 * 1024
 #: Changes a second of the long configuration. Issue 22 asks for 1,000/s of ~1 KB objects;
 #: two Python servers, three etcd members and this load generator on the two shared cores
 #: here sustain far less: unpaced (``--long --write-rate 0``, results/soak-long-unpaced.json)
-#: 92 changes/s, the cores shared with other work (load average 3-10). 80 is the largest
-#: rate under that whose event history capacity cannot change: capacity C holds for rates
-#: in (C/300, C/75], the pace never runs above its target, and 80 settles at C = 6,400
-#: (21.3-85.3/s), so RSS judged after the warm-up is not a capacity doubling mid-run.
+#: 162 changes/s on a quiet machine, 92/s with the cores shared with other work (load
+#: average 3-10). 80 is under both, and a rate whose event history capacity cannot change:
+#: capacity C holds for rates in (C/300, C/75], the pace never runs above its target, and 80
+#: settles at C = 6,400 (21.3-85.3/s), so RSS judged after the warm-up is not a capacity
+#: doubling mid-run.
 LONG_WRITE_RATE = 80.0
 #: Lists a second in the long configuration: enough to page through every server state
 #: often, few enough to leave the cores to the writes.
