@@ -45,10 +45,8 @@ Callers: ``registry.object_store``.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
-import marshal
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -379,7 +377,7 @@ class FieldManager:
             self._update(base, new, managed, manager or "unknown", subresource)
         except (TypedValueError, _DecodeError):
             if live_entries is not None:
-                new["metadata"]["managedFields"] = _copied(live_entries)
+                new["metadata"]["managedFields"] = gojson.deep_copy(live_entries)
             else:
                 new["metadata"].pop("managedFields", None)
             return
@@ -612,22 +610,13 @@ class FieldManager:
         managed.fields = fields
         if result is UNCHANGED:
             # Nothing changed: the time of the apply stays as it was.
-            return _copied(live), managed
+            return gojson.deep_copy(live), managed
         managed.times[identity] = self._clock()
         return result, managed
 
     def _gvk(self) -> str:
         group, _, version = self.api_version.rpartition("/")
         return f"{group}/{version}, Kind={self.kind}"
-
-
-def _copied(value: Any) -> Any:
-    """``copy.deepcopy(value)``, by marshal where it can (in C: a decoded object holds
-    only what marshal writes exactly, shared parts shared again as deepcopy shares them)."""
-    try:
-        return marshal.loads(marshal.dumps(value))
-    except ValueError:
-        return copy.deepcopy(value)
 
 
 def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
@@ -660,7 +649,7 @@ def _set_last_applied(obj: dict[str, Any], config: dict[str, Any]) -> None:
     """lastAppliedUpdater: the annotation becomes the applied configuration (without the
     annotation itself), as Go encodes an unstructured object: sorted keys and a newline;
     dropped when it would make the annotations too large."""
-    applied = _copied(config)
+    applied = gojson.deep_copy(config)
     annotations_of_config = (applied.get("metadata") or {}).get("annotations")
     if isinstance(annotations_of_config, dict):
         annotations_of_config.pop(LAST_APPLIED_ANNOTATION, None)

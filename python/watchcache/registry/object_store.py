@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import enum
 import time
 from collections.abc import Awaitable, Callable
@@ -440,7 +439,7 @@ class ObjectStore:
         precondition = _resource_version(metadata)
 
         def replace(stored: dict[str, Any], _revision: int) -> dict[str, Any] | _Delete:
-            return self._prepare_update(copy.deepcopy(obj), stored, subresource, manager)
+            return self._prepare_update(gojson.deep_copy(obj), stored, subresource, manager)
 
         return await self._guaranteed_update(
             namespace, name, replace, dry_run=dry_run, precondition=precondition
@@ -611,7 +610,7 @@ class ObjectStore:
         self._check_subresource(subresource)
 
         def changed(stored: dict[str, Any], revision: int) -> dict[str, Any] | _Delete:
-            obj = copy.deepcopy(stored)
+            obj = gojson.deep_copy(stored)
             change(obj)
             obj["metadata"]["resourceVersion"] = str(revision)
             return self._prepare_update(obj, stored, subresource, manager)
@@ -668,7 +667,7 @@ class ObjectStore:
                 wanted = _resource_version(new_scale.get("metadata") or {})
                 if wanted and wanted != revision:
                     raise self._conflict(name)
-            obj = copy.deepcopy(current)
+            obj = gojson.deep_copy(current)
             from_scale(obj, new_scale, scale)
             return self._prepare_update(obj, stored, Subresource.MAIN, manager, owner="scale")
 
@@ -787,7 +786,7 @@ class ObjectStore:
             try:
                 if precondition and precondition != revision:
                     raise self._conflict(name)
-                result = try_update(copy.deepcopy(stored), revision)
+                result = try_update(gojson.deep_copy(stored), revision)
             except StatusError:
                 # The _recheck rule: an error from the cache's copy stands only if etcd
                 # is still at that revision.
@@ -932,7 +931,7 @@ class ObjectStore:
         """The object as a DELETE leaves it when it must stay for now (finalizers pending,
         or a graceful deletion), else None (delete it now). Raises 422 for a grace period
         the object cannot take."""
-        obj = copy.deepcopy(stored)
+        obj = gojson.deep_copy(stored)
         metadata = obj["metadata"]
         now = self._clock()
         deleting = bool(metadata.get("deletionTimestamp"))
