@@ -355,25 +355,44 @@ async def pod_list_counters(http: KeepAliveClient) -> dict[str, float]:
     return counters
 
 
-def lua_script(folder: Path, nodes: int, kind: str) -> Path:
+def lua_script(folder: Path, nodes: int, kind: str, *, statuses: bool = False) -> Path:
     """A wrk script sending each request to a random node's LIST (seeded per thread, so
-    the two threads do not ask for the same nodes in the same order)."""
+    the two threads do not ask for the same nodes in the same order). ``statuses``: also
+    count the answers of each non-2xx status and print them (``status N: M``) at the end;
+    wrk then hands every body to Lua, so only for the slow cases (from etcd)."""
     prefix, _, suffix = list_path(0, kind).partition(node_name(0))
-    path = folder / f"list-{kind}.lua"
+    path = folder / f"list-{kind}{'-statuses' if statuses else ''}.lua"
+    recording = (
+        "statuses = {}\n"
+        "function response(status, headers, body)\n"
+        "  if status < 200 or status > 299 then\n"
+        "    statuses[status] = (statuses[status] or 0) + 1\n"
+        "  end\n"
+        "end\n"
+        "function done(summary, latency, requests)\n"
+        "  for _, thread in ipairs(all_threads) do\n"
+        "    for status, n in pairs(thread:get('statuses')) do\n"
+        "      io.write(string.format('status %d: %d\\n', status, n))\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+    )
     path.write_text(
         f"local nodes, prefix, suffix = {nodes}, {json.dumps(prefix + 'node-')}, "
         f"{json.dumps(suffix)}\n"
         "local threads = 0\n"
+        "all_threads = {}\n"
         "function setup(thread)\n"
         "  threads = threads + 1\n"
         "  thread:set('seed', threads)\n"
+        "  table.insert(all_threads, thread)\n"
         "end\n"
         "function init(args)\n"
         f"  math.randomseed({SEED} + seed)\n"
         "end\n"
         "function request()\n"
         "  return wrk.format('GET', prefix .. math.random(0, nodes - 1) .. suffix)\n"
-        "end\n"
+        "end\n" + (recording if statuses else "")
     )
     return path
 
@@ -416,7 +435,8 @@ async def measure_case(  # noqa: PLR0917
             out.latency.rv0_ms.append((time.perf_counter() - t) * 1e3)
         await http.close()
         for kind in KINDS:
-            script = lua_script(folder, placement.nodes, kind)
+            # The slow cases (from etcd: a few requests in all) say which non-2xx they got.
+            script = lua_script(folder, placement.nodes, kind, statuses=case.name == "etcd")
             if case.warm_up:
                 run_wrk(wrk, server.url, 1, script=script, connections=case.connections)
                 await wait_idle(server.pid)
@@ -425,7 +445,11 @@ async def measure_case(  # noqa: PLR0917
             await wait_idle(server.pid)
             out.load[kind] = load
             if load.non_2xx:
-                out.problems.append(f"{kind}: {load.non_2xx} non-2xx answers under wrk")
+                seen = ", ".join(f"{n} x {code}" for code, n in sorted(load.statuses.items()))
+                out.problems.append(
+                    f"{kind}: {load.non_2xx} non-2xx answers under wrk"
+                    + (f" ({seen})" if seen else "")
+                )
         http = KeepAliveClient(server.port)
         out.counters = await pod_list_counters(http)
         await http.close()

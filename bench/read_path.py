@@ -108,6 +108,7 @@ _RATE = re.compile(r"Requests/sec:\s+([\d.]+)")
 _REQUESTS = re.compile(r"(\d+) requests in")
 _NON_2XX = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)")
 _ERRORS = re.compile(r"Socket errors:.*")
+_STATUS = re.compile(r"^status (\d+): (\d+)$", re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,6 +143,9 @@ class Load:
     cpu_us: float
     non_2xx: int
     socket_errors: str
+    #: The non-2xx answers by status, when the wrk script records them (``status N: M``
+    #: lines; see kubelet.py's lua_script): empty otherwise.
+    statuses: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -215,7 +219,17 @@ def run_wrk(
         cpu_us=used / count / 1e3 if count else float("nan"),
         non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
         socket_errors=errors.group(0) if errors else "",
+        statuses=_statuses(out),
     )
+
+
+def _statuses(out: str) -> dict[int, int]:
+    """The ``status N: M`` lines a recording wrk script prints, one per thread and status,
+    added up."""
+    counts: dict[int, int] = {}
+    for code, n in _STATUS.findall(out):
+        counts[int(code)] = counts.get(int(code), 0) + int(n)
+    return counts
 
 
 # ---------------------------------------------------------------------------------------
