@@ -277,6 +277,15 @@ async def load_pods(client: EtcdClient, placement: Placement) -> int:
     return written
 
 
+async def load_into(endpoints: list[str], placement: Placement) -> tuple[int, float]:
+    """:func:`load_pods` through a client of its own whose calls may take minutes (each Txn
+    writes MAX_TXN_OPS pods): the bytes of pod JSON written and the seconds it took."""
+    async with EtcdClient(endpoints, timeout=300) as client:
+        started = time.perf_counter()
+        written = await load_pods(client, placement)
+        return written, time.perf_counter() - started
+
+
 # ---------------------------------------------------------------------------------------
 # One server
 
@@ -491,10 +500,7 @@ async def run(s: Sizes, code: Code, wrk: str, folder: Path) -> Run:
     no_index = code.serve_has(NO_INDEX_FLAG)
     with etcd() as cluster:
         result.etcd_version = etcd_version(cluster)
-        async with EtcdClient(cluster.endpoints, timeout=300) as client:
-            t = time.perf_counter()
-            result.pod_bytes = await load_pods(client, placement)
-            result.load_seconds = time.perf_counter() - t
+        result.pod_bytes, result.load_seconds = await load_into(cluster.endpoints, placement)
         print(f"loaded {s.pods:,} pods ({result.pod_bytes / s.pods:,.0f} B each) over "
               f"{s.nodes:,} nodes in {result.load_seconds:.1f} s", flush=True)  # fmt: skip
         for case in cases(s):

@@ -95,10 +95,9 @@ from harness import (
     rss,
     workspace,
 )
-from kubelet import NAMESPACE_COUNT, PODS_PER_NODE, SEED, SERVE_FLAGS, Placement, load_pods
+from kubelet import NAMESPACE_COUNT, PODS_PER_NODE, SEED, SERVE_FLAGS, Placement, load_into
 from list_client import Sample, get
 from reporting import Headline, Report, figure, fmt_mib, fmt_ms, markdown
-from watchcache.etcd.client import EtcdClient
 
 #: The last revision whose LISTs are rendered whole (the commit before streaming).
 DEFAULT_BASE = "30aa213"
@@ -338,10 +337,7 @@ async def run(sizes: Sizes, trees: tuple[Tree, Tree], core: str) -> Run:
     probe = f"/api/v1/namespaces/ns-{placement.namespace[0]}/pods/pod-000000"
     with etcd() as cluster:
         result.etcd_version = etcd_version(cluster)
-        async with EtcdClient(cluster.endpoints, timeout=300) as client:
-            t = time.perf_counter()
-            result.pod_bytes = await load_pods(client, placement)
-            result.load_seconds = time.perf_counter() - t
+        result.pod_bytes, result.load_seconds = await load_into(cluster.endpoints, placement)
         print(f"loaded {sizes.pods:,} pods ({result.pod_bytes / sizes.pods:,.0f} B each) in "
               f"{result.load_seconds:.1f} s", flush=True)  # fmt: skip
         for r in range(sizes.rounds):
