@@ -89,7 +89,7 @@ from pathlib import Path
 from ab_apiserver import BOOT, WORKTREE, Tree, TreeServer, cpu_ns, installed_core, prepare
 from harness import KeepAliveClient, etcd, etcd_version, parser, percentile, rss, workspace
 from read_path import ISSUE_FLOOR, Latency, Load, floor_server, run_wrk, wrk_binary
-from reporting import Headline, Report, figure, fmt_ms, markdown
+from reporting import Headline, Report, Target, figure, fmt_ms, markdown
 from watch_dispatch import RATE as WATCH_RATE
 from watch_dispatch import (
     TARGET_DELIVERY_P99_MS,
@@ -609,15 +609,6 @@ def detail_table(r: Run) -> str:
         for out in r.outcomes if not out.skipped
     ]  # fmt: skip
     return markdown(header, rows, "lrrrrll")
-
-
-@dataclass
-class Target:
-    label: str
-    target: str
-    value: str
-    met: bool | None
-    scaled: str = ""
 
 
 def targets(r: Run) -> list[Target]:

@@ -97,7 +97,7 @@ from harness import (
 )
 from kubelet import NAMESPACE_COUNT, PODS_PER_NODE, SEED, SERVE_FLAGS, Placement, load_into
 from list_client import Sample, get
-from reporting import Headline, Report, figure, fmt_mib, fmt_ms, markdown
+from reporting import Headline, Report, Target, figure, fmt_mib, fmt_ms, markdown
 
 #: The last revision whose LISTs are rendered whole (the commit before streaming).
 DEFAULT_BASE = "30aa213"
@@ -454,14 +454,6 @@ def results_table(r: Run) -> str:
     ]  # fmt: skip
     header = ["", *(c.label for c in cols)]
     return markdown(header, rows, "lrrr")
-
-
-@dataclass
-class Target:
-    label: str
-    target: str
-    value: str
-    met: bool | None
 
 
 def targets(r: Run) -> list[Target]:

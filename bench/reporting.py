@@ -208,6 +208,19 @@ def command_line(argv: Sequence[str] | None = None) -> str:
 
 
 @dataclass
+class Target:
+    """One row of a scenario's table of an issue's targets: what is asked, what the run
+    measured, and whether that meets it (None: only reported). ``scaled``: the target
+    scaled to this run's floor, where a scenario shows that too."""
+
+    label: str
+    target: str
+    value: str
+    met: bool | None
+    scaled: str = ""
+
+
+@dataclass
 class Headline:
     """One line of the README's summary table (formatted text; the numbers behind it are
     in the scenario's JSON). ``kubernetes``: figures published by Kubernetes, quoted, not
