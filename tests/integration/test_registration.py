@@ -113,6 +113,47 @@ async def test_kinds_added_and_removed_while_serving(
         await api.server.add_resource(GADGETS)
 
 
+async def test_a_replaced_kind_finishes_the_requests_that_found_it(
+    api: RunningApiServer, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that found a resource before it was replaced (a CRD whose schema or
+    storage version changed) runs to its end on what it found; the replaced cache stops
+    only then. Stopping it at once left such a GET waiting on a stopped cache until it
+    timed out with 504."""
+    await api.server.add_resource(GADGETS)
+    body = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g1"}}
+    assert (await http.post(f"{BASE}/gadgets", json=body)).status_code == 201
+    old = api.server.caches["gadgets.example.com"]
+    reading, release = asyncio.Event(), asyncio.Event()
+    get = old.cache.get
+
+    async def held_get(key: str, resource_version: str = "") -> Any:
+        reading.set()
+        await release.wait()
+        return await get(key, resource_version)
+
+    monkeypatch.setattr(old.cache, "get", held_get)
+    found = asyncio.create_task(http.get(f"{BASE}/gadgets/g1"))
+    await asyncio.wait_for(reading.wait(), 10)
+    await api.server.add_resource(GADGETS, replace=True)
+    assert api.server.caches["gadgets.example.com"] is not old
+    # New requests go to the new resource while the old one still serves its request.
+    assert (await http.get(f"{BASE}/gadgets/g1")).status_code == 200
+
+    def old_running() -> bool:
+        return old.cache.ready
+
+    assert old_running()
+    release.set()
+    answer = await found
+    assert answer.status_code == 200, answer.text
+    for _ in range(200):
+        if not old_running():
+            break
+        await asyncio.sleep(0.05)
+    assert not old_running(), "the replaced cache was not stopped after its request ended"
+
+
 async def test_the_garbage_collector_follows_kinds_added_later(
     api: RunningApiServer, http: httpx.AsyncClient
 ) -> None:

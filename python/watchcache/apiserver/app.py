@@ -117,6 +117,9 @@ OPENAPI_V2_MEDIA_TYPES = (
 )
 #: The largest page served; a larger ``limit`` gets this many and a continue token.
 DEFAULT_MAX_LIMIT = 10_000
+#: How long a replaced resource (a CRD changed) waits for the requests that found it
+#: before its cache stops: kube-apiserver's CRD handler waits twice its request timeout.
+RETIRE_DRAIN_SECONDS = 120.0
 
 
 class ApiServer:
@@ -190,8 +193,11 @@ class ApiServer:
         self.stores: dict[str, ObjectStore] = {}
         #: What serves clients' reads: the watch cache, or etcd for an uncached resource.
         self.readers: dict[str, ResourceReader] = {}
-        #: Served resources by URL: (group, version, plural).
-        self._by_path: dict[tuple[str, str, str], ResourceSpec] = {}
+        #: Served resources by URL: (group, version, plural). A request looks its resource
+        #: up once and uses what it found to the end, even if the resource is replaced.
+        self._by_path: dict[tuple[str, str, str], _Served] = {}
+        #: Replaced resources whose caches stop once their requests are done.
+        self._retiring: dict[asyncio.Task[None], _Served] = {}
         self._serves_namespaces = any(spec.group_resource == "namespaces" for spec in resources)
         for spec in resources:
             self._install(spec)
@@ -237,9 +243,9 @@ class ApiServer:
         name = spec.served_key
         if name in self.resources:
             raise ValueError(f"the resource {name} is served already")
-        self._register(self._build(spec))
-        if not self._started:
-            self._by_path[(spec.group, spec.version, spec.name)] = spec
+        served = self._build(spec)
+        self._register(served)
+        self._by_path[_path(spec)] = served
 
     def _build(self, spec: ResourceSpec) -> _Served:
         """A resource's store, cache and reader, not yet served (its cache not started)."""
@@ -348,7 +354,11 @@ class ApiServer:
         self._controllers = []
         self._compactor_tasks = []
         self._controller_objects = []
+        retiring = list(self._retiring.values())
+        for task in list(self._retiring):
+            task.cancel()
         await asyncio.gather(*(c.stop() for c in self.caches.values()))
+        await asyncio.gather(*(served.synced.stop() for served in retiring))
 
     # -- resources while serving ------------------------------------------------------------
 
@@ -362,51 +372,93 @@ class ApiServer:
         once. Raises ValueError when a resource with that ``served_key`` is served already
         (without ``replace``), and ``InvalidSchemaError`` (a ValueError) when its OpenAPI
         schema is not structural."""
-        name = spec.served_key
-        old = self.resources.get(name)
-        if old is not None and not replace:
-            raise ValueError(f"the resource {name} is served already")
-        served = self._build(spec)
-        if self._started:
-            try:
-                await served.synced.start(timeout=timeout)
-            except BaseException:
-                await served.synced.stop()
-                raise
-        old_synced = self.caches.get(name)
-        # From here to the routes' update nothing awaits: requests see the old resource
-        # or the new one, never neither.
-        if old is not None:
-            self._by_path.pop((old.group, old.version, old.name), None)
-            if old.stored_as_served:
-                for controller in self._controller_objects:
-                    controller.resource_removed(old)
-        self._register(served)
-        self._by_path[(spec.group, spec.version, spec.name)] = spec
-        if self._started and spec.stored_as_served:
-            for controller in self._controller_objects:
-                controller.resource_added(spec)
-        if old_synced is not None:
-            await old_synced.stop()
+        retired = [spec.served_key] if replace and spec.served_key in self.resources else []
+        await self.change_resources(add=[spec], remove=retired, timeout=timeout)
 
     async def remove_resource(self, served_key: str) -> ResourceSpec:
         """Stop serving a resource (its objects stay in etcd). Raises KeyError when it is
         not served."""
         spec = self.resources[served_key]
-        self._by_path.pop((spec.group, spec.version, spec.name), None)
-        if spec.stored_as_served:
-            for controller in self._controller_objects:
-                controller.resource_removed(spec)
-        await self._uninstall(served_key)
+        await self.change_resources(remove=[served_key])
         return spec
 
-    async def _uninstall(self, name: str) -> None:
+    async def change_resources(
+        self,
+        *,
+        add: Sequence[ResourceSpec] = (),
+        remove: Collection[str] = (),
+        timeout: float | None = 120.0,
+    ) -> None:
+        """Stop serving the resources whose ``served_key`` is in ``remove`` and serve
+        ``add`` instead, as one change: the new caches list first (at most ``timeout``)
+        while the old resources keep serving, then requests see the new set at once, never
+        a mix or a gap. A CRD whose storage version moves needs this: its versions swap
+        served keys, so no one of them can be replaced alone without a moment in which one
+        of its URLs is not served.
+
+        Raises, changing nothing: KeyError for a key in ``remove`` that is not served;
+        ValueError when a served key or a URL would be served twice; InvalidSchemaError (a
+        ValueError) when a schema in ``add`` is not structural."""
+        retired = [self.resources[key] for key in remove]
+        kept = {key: spec for key, spec in self.resources.items() if key not in remove}
+        paths = {_path(spec) for spec in kept.values()}
+        for spec in add:
+            if spec.served_key in kept:
+                raise ValueError(f"the resource {spec.served_key} is served already")
+            if _path(spec) in paths:
+                raise ValueError(f"{spec.api_root}/{spec.name} is served already")
+            kept[spec.served_key] = spec
+            paths.add(_path(spec))
+        built = [self._build(spec) for spec in add]
+        if self._started:
+            try:
+                await asyncio.gather(*(served.synced.start(timeout=timeout) for served in built))
+            except BaseException:
+                await asyncio.gather(*(served.synced.stop() for served in built))
+                raise
+        # From here to the last registration nothing awaits: requests see the old
+        # resources or the new ones, never neither.
+        old = [self._unregister(spec.served_key) for spec in retired]
+        for spec in retired:
+            if self._started and spec.stored_as_served:
+                for controller in self._controller_objects:
+                    controller.resource_removed(spec)
+        for served in built:
+            self._register(served)
+            self._by_path[_path(served.spec)] = served
+            if self._started and served.spec.stored_as_served:
+                for controller in self._controller_objects:
+                    controller.resource_added(served.spec)
+        idle = [served for served in old if not served.requests]
+        for served in old:
+            if served.requests:
+                task = asyncio.create_task(self._retire(served), name=f"retire {served.spec}")
+                self._retiring[task] = served
+                task.add_done_callback(self._retiring.pop)
+        await asyncio.gather(*(served.synced.stop() for served in idle))
+
+    async def _retire(self, served: _Served) -> None:
+        """Stop a replaced resource's cache once the requests that found it are done (at
+        most ``RETIRE_DRAIN_SECONDS``), as Kubernetes' CRD handler tears down an old
+        storage; its watches end then, and their clients watch the new one."""
+        try:
+            await asyncio.wait_for(served.drained(), RETIRE_DRAIN_SECONDS)
+        except TimeoutError:
+            log.warning(
+                "%s: %d requests still running after %ss; stopping its replaced cache",
+                served.spec.served_key,
+                served.requests,
+                RETIRE_DRAIN_SECONDS,
+            )
+        await served.synced.stop()
+
+    def _unregister(self, name: str) -> _Served:
         spec = self.resources.pop(name)
-        self._by_path.pop((spec.group, spec.version, spec.name), None)
+        served = self._by_path.pop(_path(spec))
         self.stores.pop(name)
         self.readers.pop(name)
-        synced = self.caches.pop(name)
-        await synced.stop()
+        self.caches.pop(name)
+        return served
 
     @property
     def ready(self) -> bool:
@@ -599,14 +651,14 @@ class ApiServer:
 
     # -- routing ----------------------------------------------------------------------------
 
-    def _resource(self, request: Request, *, namespaced_path: bool) -> ResourceSpec:
+    def _resource(self, request: Request, *, namespaced_path: bool) -> _Served:
         params = request.path_params
-        spec = self._by_path.get(
+        served = self._by_path.get(
             (params.get("group", ""), params.get("version", "v1"), params["resource"])
         )
-        if spec is None or (namespaced_path and not spec.namespaced):
+        if served is None or (namespaced_path and not served.spec.namespaced):
             raise NotFoundError("the server could not find the requested resource")
-        return spec
+        return served
 
     async def _collection_or_namespace_subresource(self, request: Request) -> Response:
         # /api/v1/namespaces/x/status is namespace x's status, not a resource "status".
@@ -640,22 +692,29 @@ class ApiServer:
         """Every answer from a deprecated version carries its warning, errors included,
         as kube-apiserver's deprecation filter adds it."""
         params = request.path_params
-        spec = self._by_path.get(
+        served = self._by_path.get(
             (params.get("group", ""), params.get("version", "v1"), params.get("resource", ""))
         )
-        if spec is not None and spec.deprecation_warning:
-            _add_warning(response, spec.deprecation_warning)
+        if served is not None and served.spec.deprecation_warning:
+            _add_warning(response, served.spec.deprecation_warning)
         return response
 
     async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
-        spec = self._resource(request, namespaced_path=namespace is not None)
+        served = self._resource(request, namespaced_path=namespace is not None)
+        with served.serving():
+            return await self._serve_collection_of(served, request, namespace)
+
+    async def _serve_collection_of(
+        self, served: _Served, request: Request, namespace: str | None
+    ) -> Response:
+        spec = served.spec
         _check_accept(request)
         if request.method == "POST":
             if spec.namespaced and namespace is None:
                 raise MethodNotAllowedError()
             body = await _read_body(request)
             create = CreateOptions.from_query(_query(request))
-            store = self.stores[spec.served_key]
+            store = served.store
             obj, warnings = store.decode(
                 body, request.headers.get("content-type", ""), create.field_validation
             )
@@ -675,17 +734,24 @@ class ApiServer:
             if isinstance(selection, WatchOptions):
                 raise BadRequestError("a watch cannot delete a collection")
             _check_fields(spec, selection.field_requirements)
-            deleted = await self.stores[spec.served_key].delete_collection(
+            deleted = await served.store.delete_collection(
                 namespace or "", selection, _delete_options(request, body, query)
             )
             return _json(deleted)
         opts = parse_query(_query(request))
         if isinstance(opts, WatchOptions):
-            return await self._watch(request, spec, namespace or "", opts)
-        return await self._list(request, spec, namespace or "", opts)
+            return await self._watch(request, served, namespace or "", opts)
+        return await self._list(request, served, namespace or "", opts)
 
     async def _serve_item(self, request: Request, namespace: str | None) -> Response:
-        spec = self._resource(request, namespaced_path=namespace is not None)
+        served = self._resource(request, namespaced_path=namespace is not None)
+        with served.serving():
+            return await self._serve_item_of(served, request, namespace)
+
+    async def _serve_item_of(
+        self, served: _Served, request: Request, namespace: str | None
+    ) -> Response:
+        spec = served.spec
         _check_accept(request)
         if spec.namespaced and namespace is None:
             # /api/v1/configmaps/x is not a route Kubernetes has.
@@ -699,13 +765,13 @@ class ApiServer:
             part = Subresource(subresource)
             if _VERBS[request.method] not in spec.subresource_verbs(subresource):
                 raise MethodNotAllowedError()
-        store = self.stores[spec.served_key]
+        store = served.store
         ns = namespace or ""
         method = request.method
         if method == "GET":
             if part is Subresource.SCALE:
                 return _json(await store.get_scale(ns, name))
-            return await self._get(request, spec, ns, name)
+            return await self._get(request, served, ns, name)
         body = await _read_body(request)
         query = _query(request)
         if method == "PUT":
@@ -781,9 +847,10 @@ class ApiServer:
     # -- reads ------------------------------------------------------------------------------
 
     async def _list(
-        self, request: Request, spec: ResourceSpec, namespace: str, opts: ListOptions
+        self, request: Request, served: _Served, namespace: str, opts: ListOptions
     ) -> Response:
-        reader, result = await self._read_page(spec, namespace, opts)
+        reader, result = await self._read_page(served, namespace, opts)
+        spec = served.spec
         table = _table_request(request)
         if table is not None:
             body = tables.render_table(
@@ -797,10 +864,9 @@ class ApiServer:
             return self._answer(request, WholeBody(body))
         return self._answer(request, reader.chunks(result, CHUNK_BYTES))
 
-    async def _get(
-        self, request: Request, spec: ResourceSpec, namespace: str, name: str
-    ) -> Response:
-        item = await self._read_one(spec, namespace, name, _resource_version(_query(request)))
+    async def _get(self, request: Request, served: _Served, namespace: str, name: str) -> Response:
+        item = await self._read_one(served, namespace, name, _resource_version(_query(request)))
+        spec = served.spec
         table = _table_request(request)
         if table is not None:
             body = tables.render_table(
@@ -822,30 +888,32 @@ class ApiServer:
         return BodyResponse(body, gzip=gzip, media_type=JSON)
 
     async def _read_page(
-        self, spec: ResourceSpec, namespace: str, opts: ListOptions
+        self, served: _Served, namespace: str, opts: ListOptions
     ) -> tuple[ResourceReader, ListResult]:
-        """One LIST page of ``spec`` (both routes: :meth:`_list` and the lean path)."""
+        """One LIST page of ``served`` (both routes: :meth:`_list` and the lean path)."""
+        spec = served.spec
         _check_fields(spec, opts.field_requirements)
         if opts.limit > self.max_limit:
             opts = dataclasses.replace(opts, limit=self.max_limit)
-        reader = self.readers[spec.served_key]
+        reader = served.reader
         return reader, await reader.list(opts, prefix=spec.collection_prefix(namespace))
 
     async def _read_one(
-        self, spec: ResourceSpec, namespace: str, name: str, resource_version: str
+        self, served: _Served, namespace: str, name: str, resource_version: str
     ) -> Item:
-        """One object of ``spec`` (both routes: :meth:`_get` and the lean path)."""
-        return await self.readers[spec.served_key].get(spec.key(namespace, name), resource_version)
+        """One object of ``served`` (both routes: :meth:`_get` and the lean path)."""
+        return await served.reader.get(served.spec.key(namespace, name), resource_version)
 
     async def _watch(
-        self, request: Request, spec: ResourceSpec, namespace: str, opts: WatchOptions
+        self, request: Request, served: _Served, namespace: str, opts: WatchOptions
     ) -> Response:
+        spec = served.spec
         _check_fields(spec, opts.field_requirements)
         if opts.timeout_seconds is None:
             timeout = int(self.min_request_timeout * (1 + random.random()))
             opts = dataclasses.replace(opts, timeout_seconds=timeout)
         table = _table_request(request)
-        reader = self.readers[spec.served_key]
+        reader = served.reader
         watcher = reader.watch(opts, prefix=spec.collection_prefix(namespace))
         first_error: bytes | None = None
         try:
@@ -958,12 +1026,12 @@ class LeanReads:
             await self._routed(scope, receive, send)
             return
         group, api_version, namespace, resource, name = target
-        spec = self._server._by_path.get((group, api_version, resource))
+        served = self._server._by_path.get((group, api_version, resource))
         if (
-            spec is None
-            or spec.deprecation_warning
-            or (namespace is not None and not spec.namespaced)
-            or (namespace is None and name is not None and spec.namespaced)
+            served is None
+            or served.spec.deprecation_warning
+            or (namespace is not None and not served.spec.namespaced)
+            or (namespace is None and name is not None and served.spec.namespaced)
             or not self._plain_json(_header(scope, b"accept"))
         ):
             await self._routed(scope, receive, send)
@@ -975,7 +1043,10 @@ class LeanReads:
                 if resource_version is None:
                     resource_version = _resource_version(_parse_query_string(query))
                     self._remember(self._versions, query, resource_version)
-                item = await self._server._read_one(spec, namespace or "", name, resource_version)
+                with served.serving():
+                    item = await self._server._read_one(
+                        served, namespace or "", name, resource_version
+                    )
                 body = item.value
                 if len(body) > GZIP_THRESHOLD_BYTES:
                     chunks: BodyChunks | None = WholeBody(body)
@@ -990,7 +1061,8 @@ class LeanReads:
                         return
                     opts = parsed
                     self._remember(self._options, query, opts)
-                reader, result = await self._server._read_page(spec, namespace or "", opts)
+                with served.serving():
+                    reader, result = await self._server._read_page(served, namespace or "", opts)
                 chunks = reader.chunks(result, CHUNK_BYTES)
                 del result  # the pieces hold the page until they are sent
         except Exception as error:
@@ -1034,6 +1106,11 @@ _V = TypeVar("_V")
 #: What a request path names, by Starlette's resource routes: (group, version, namespace or
 #: None, resource, name or None).
 _ReadTarget = tuple[str, str, str | None, str, str | None]
+
+
+def _path(spec: ResourceSpec) -> tuple[str, str, str]:
+    """What a resource's URLs are told apart by (the key of ``ApiServer._by_path``)."""
+    return spec.group, spec.version, spec.name
 
 
 def _read_target(path: str) -> _ReadTarget | None:
@@ -1082,14 +1159,42 @@ _JSON_BYTES = JSON.encode()
 _JSON_CONTENT_TYPE = (b"content-type", _JSON_BYTES)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
 class _Served:
-    """What serving one resource takes: its spec, store, cache and what reads go to."""
+    """What serving one resource takes: its spec, store, cache and what reads go to; and
+    how many requests are using them, so that a replaced resource's cache is stopped only
+    once they are done (``ApiServer._retire``)."""
 
-    spec: ResourceSpec
-    store: ObjectStore
-    synced: SyncedCache
-    reader: ResourceReader
+    __slots__ = ("_idle", "reader", "requests", "spec", "store", "synced")
+
+    def __init__(
+        self, spec: ResourceSpec, store: ObjectStore, synced: SyncedCache, reader: ResourceReader
+    ) -> None:
+        self.spec = spec
+        self.store = store
+        self.synced = synced
+        self.reader = reader
+        self.requests = 0
+        self._idle: asyncio.Event | None = None
+
+    def serving(self) -> _Served:
+        """``with served.serving():`` counts one request (a watch only while it starts)
+        for the time it runs. A class's context manager, not a generator's, since every
+        read pays for it: an empty ``with`` costs 0.5 against 1.8 µs (timeit)."""
+        return self
+
+    def __enter__(self) -> None:
+        self.requests += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self.requests -= 1
+        if not self.requests and self._idle is not None:
+            self._idle.set()
+
+    async def drained(self) -> None:
+        """Until no request is using this resource."""
+        if self.requests:
+            self._idle = asyncio.Event()
+            await self._idle.wait()
 
 
 class _StoredVersions(Mapping[str, ResourceSpec]):

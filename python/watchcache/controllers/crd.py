@@ -13,7 +13,8 @@ For each CRD, whenever it changes (and once for every CRD at start), :meth:`_syn
 2. **serving** (CRD handler): once names are accepted, each served version becomes a
    resource of the host (``served_specs``) under the accepted names: its watch cache is
    started and synced before discovery and the routes show it; a changed CRD (a version
-   added, a schema changed) replaces the resources that changed;
+   added, a schema changed, the storage version moved) replaces the resources that
+   changed, all in one ``change_resources``, so no URL of the CRD stops answering;
 3. **establishing**: once served, ``Established: True`` is written;
 4. **deletion** (finalizer controller): a CRD being deleted carries the cleanup
    finalizer its DELETE added. Creates of its objects are refused (405, as kube-apiserver
@@ -32,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
@@ -40,7 +41,7 @@ from watchcache.cache.watch_cache import WatchCache
 from watchcache.controllers.informer import Follower, FollowerSet, ObjectEvent, WorkQueue
 from watchcache.registry import crd_definition
 from watchcache.registry.crd_resources import served_specs
-from watchcache.registry.custom_resource import InvalidSchemaError
+from watchcache.registry.custom_resource import InvalidSchemaError, compile_schema
 from watchcache.registry.object_store import ObjectStore, Subresource
 from watchcache.registry.resources import CUSTOM_RESOURCE_DEFINITIONS, ResourceSpec
 from watchcache.wire.errors import ConflictError, NotFoundError, StatusError
@@ -74,11 +75,13 @@ class ResourceHost(Protocol):
     @property
     def stores(self) -> Mapping[str, ObjectStore]: ...
 
-    async def add_resource(
-        self, spec: ResourceSpec, *, timeout: float | None = ..., replace: bool = ...
+    async def change_resources(
+        self,
+        *,
+        add: Sequence[ResourceSpec] = ...,
+        remove: Collection[str] = ...,
+        timeout: float | None = ...,
     ) -> None: ...
-
-    async def remove_resource(self, served_key: str) -> ResourceSpec: ...
 
 
 def _now() -> str:
@@ -181,39 +184,57 @@ class CustomResourceDefinitionController:
     # -- serving ----------------------------------------------------------------------------
 
     async def _serve(self, crd: dict[str, Any]) -> None:
-        """Serve what ``crd`` defines now; replace what changed, drop what went."""
+        """Serve what ``crd`` defines now; replace what changed, drop what went, as one
+        change of the host's resources (see ``ResourceHost.change_resources``)."""
         name = crd["metadata"]["name"]
         wanted = {
             spec.served_key: (spec, json.dumps(spec.openapi_schema, sort_keys=True))
             for spec in served_specs(crd)
         }
         serving = self._serving.setdefault(name, {})
-        for key in [k for k in serving if k not in wanted]:
-            await self._remove(serving.pop(key)[0])
-        terminating = bool(crd["metadata"].get("deletionTimestamp"))
+        added: dict[str, tuple[ResourceSpec, str]] = {}
+        refused: set[tuple[str, str]] = set()
         for key, entry in wanted.items():
-            current = serving.get(key)
-            if current != entry:
-                spec = entry[0]
-                if current is None and spec.served_key in self.host.resources:
-                    log.warning("CRD %s: %s is served already", name, spec.served_key)
-                    continue
-                try:
-                    # A changed version is replaced in place: served until the new one is.
-                    await self.host.add_resource(spec, replace=current is not None)
-                except InvalidSchemaError as error:
-                    log.warning("CRD %s: %s", name, error)
-                    continue
-                serving[key] = entry
-            self.host.stores[key].refuse_creates = TERMINATING_CREATE if terminating else ""
+            spec = entry[0]
+            if serving.get(key) == entry:
+                continue
+            if key not in serving and key in self.host.resources:
+                log.warning("CRD %s: %s is served already", name, key)
+                continue
+            try:
+                if spec.openapi_schema is not None:
+                    compile_schema(spec)
+            except InvalidSchemaError as error:
+                # What served this version before goes on serving it.
+                log.warning("CRD %s: %s", name, error)
+                refused.add((spec.group, spec.version))
+                continue
+            added[key] = entry
+        retired = [
+            key
+            for key, (spec, _) in serving.items()
+            if wanted.get(key) != serving[key] and (spec.group, spec.version) not in refused
+        ]
+        if added or retired:
+            try:
+                await self.host.change_resources(
+                    add=[spec for spec, _ in added.values()], remove=retired
+                )
+            except ValueError as error:
+                log.warning("CRD %s: %s", name, error)
+                return
+            for key in retired:
+                del serving[key]
+            serving.update(added)
+        reason = TERMINATING_CREATE if crd["metadata"].get("deletionTimestamp") else ""
+        for key in serving:
+            self.host.stores[key].refuse_creates = reason
 
     async def _stop_serving(self, name: str) -> None:
-        for spec, _ in self._serving.pop(name, {}).values():
-            await self._remove(spec)
-
-    async def _remove(self, spec: ResourceSpec) -> None:
-        with contextlib.suppress(KeyError):
-            await self.host.remove_resource(spec.served_key)
+        serving = self._serving.pop(name, {})
+        await self.host.change_resources(
+            remove=[key for key in serving if key in self.host.resources]
+        )
 
     # -- deletion ---------------------------------------------------------------------------
 
