@@ -38,6 +38,10 @@ class Item(Buffer):
     @property
     def nbytes(self) -> int:
         """Bytes of memory this item occupies in the engine (header, key, value, maps)."""
+    def label(self, name: str, /) -> str | None:
+        """The value of label ``name``, None when absent."""
+    def field(self, name: str, /) -> str | None:
+        """The value of field ``name``, None when absent."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __release_buffer__(self, buffer: memoryview, /) -> None: ...
     def __eq__(self, other: object) -> bool: ...

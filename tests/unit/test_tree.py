@@ -309,6 +309,23 @@ def test_put_keeps_revision_labels_and_fields_on_the_item() -> None:
     assert tree.get_item("missing") is None
 
 
+def test_one_label_or_field_is_read_without_the_whole_map() -> None:
+    item = _core.Item(
+        "k", b"v", labels={"app": "web", "tier": ""}, fields={"spec.nodeName": "node-ä"}
+    )
+    assert [item.label(k) for k in ("app", "tier", "zone", "spec.nodeName")] == [
+        "web",
+        "",
+        None,
+        None,
+    ]
+    assert [item.field(k) for k in ("spec.nodeName", "app", "")] == ["node-ä", None, None]
+    with pytest.raises(TypeError, match="must be str, not bytes"):
+        item.field(b"spec.nodeName")  # type: ignore[arg-type]
+    with pytest.raises(UnicodeEncodeError):
+        item.label("\udc80")
+
+
 def test_put_copies_a_mutable_value() -> None:
     tree = _core.Tree()
     buf = bytearray(b"before")

@@ -28,9 +28,9 @@ many watchers there are.
 
 Lookup. An event is offered to the unfiled watchers and, for each dimension in use, to
 the buckets of the values its new and its previous object carry there: the event key's
-first segment below the prefix for the scope, ``labels.get(key)`` for a label (an absent
-label matches no ``=``/``in``), ``fields.get(name, "")`` for a field (an absent field
-reads as "", as the native selector reads it). Each watcher is offered an event once.
+first segment below the prefix for the scope, ``Item.label(key)`` for a label (an absent
+label matches no ``=``/``in``), ``Item.field(name)`` for a field (an absent field reads as
+"", as the native selector reads it). Each watcher is offered an event once.
 
 Invariant, and why nothing a watcher must see is skipped: an event concerns a watcher
 only if the event's key starts with the watcher's key prefix and the new or the previous
@@ -279,15 +279,12 @@ class WatcherIndex(Generic[W]):
             return self._all.values()
         unfiled = self._unfiled
         found = dict(unfiled) if unfiled else {}
-        # Each read once per event, and only when a dimension needs it: at 100 events/s
-        # the process idles between events and every first touch of memory is slow.
+        # The segment is read once per event, and only when a dimension needs it; labels
+        # and fields one value at a time (``Item.label``/``Item.field``), never as whole
+        # dicts: at 100 events/s the process idles between events, and every allocation
+        # and first touch of memory is slow.
         segment: str | None = None
         segment_read = False
-        new_labels: Mapping[str, str] | None = None
-        old_labels: Mapping[str, str] | None = None
-        new_fields: Mapping[str, str] | None = None
-        old_fields: Mapping[str, str] | None = None
-        labels_read = fields_read = False
         for (scoped, kind, name), buckets in dimensions.items():
             scope = None
             if scoped:
@@ -305,19 +302,11 @@ class WatcherIndex(Generic[W]):
             first: str | None
             second: str | None
             if kind == _LABEL:
-                if not labels_read:
-                    new_labels = None if new is None else new.labels
-                    old_labels = None if old is None else old.labels
-                    labels_read = True
-                first = None if new_labels is None else new_labels.get(name)
-                second = None if old_labels is None else old_labels.get(name)
+                first = None if new is None else new.label(name)
+                second = None if old is None else old.label(name)
             else:
-                if not fields_read:
-                    new_fields = None if new is None else new.fields
-                    old_fields = None if old is None else old.fields
-                    fields_read = True
-                first = None if new_fields is None else new_fields.get(name, "")
-                second = None if old_fields is None else old_fields.get(name, "")
+                first = None if new is None else new.field(name) or ""
+                second = None if old is None else old.field(name) or ""
             if first is not None:
                 hit = buckets.get((scope, first))
                 if hit:
