@@ -17,7 +17,7 @@ from watchcache import Item
 from watchcache.cache.backing_store import ListResult, Source, StoreListRequest
 from watchcache.cache.watch_cache import WatchCache
 from watchcache.cache.watcher import WATCH_LIST_UNSUPPORTED
-from watchcache.wire.errors import InternalError, TooManyRequestsError
+from watchcache.wire.errors import InternalError, NotFoundError, TooManyRequestsError
 from watchcache.wire.options import ListOptions, WatchOptions
 from watchcache.wire.tokens import encode_continue
 
@@ -30,6 +30,7 @@ class VersionedStore:
         self.revisions: dict[int, dict[str, Item]] = {}
         self.current = 0
         self.requests: list[StoreListRequest] = []
+        self.gets: list[str] = []
         self.rv_reads = 0
 
     def put(self, rv: int, item: Item) -> None:
@@ -41,6 +42,13 @@ class VersionedStore:
     async def current_resource_version(self) -> int:
         self.rv_reads += 1
         return self.current
+
+    async def get(self, key: str, minimum: int, *, resource: str, group: str = "") -> Item:
+        self.gets.append(key)
+        item = self.revisions[self.current].get(key)
+        if item is None:
+            raise NotFoundError.for_object(resource, key.rsplit("/", 1)[-1], group)
+        return item
 
     async def list(self, request: StoreListRequest) -> ListResult:
         self.requests.append(request)
@@ -112,6 +120,30 @@ async def test_consistent_read_timeout_without_fallback_is_429() -> None:
     assert info.value.retry_after_seconds == 1
     assert store.requests == []
     assert cache.stats.consistent_reads == {(False, "skipped"): 1}
+
+
+async def test_consistent_get_that_times_out_reads_the_object_from_the_store() -> None:
+    # Kubernetes reads a GET without resourceVersion from etcd, so a cache that lags must
+    # not turn it into a 504.
+    store = VersionedStore()
+    cache = setup(store)
+    store.put(12, pod("a", "p2", 12))  # the cache never sees it
+    got = await cache.get(f"{PREFIX}a/p2")
+    assert got.mod_revision == 12
+    assert store.gets == [f"{PREFIX}a/p2"]
+    assert cache.stats.gets_from_store == 1
+    with pytest.raises(NotFoundError):
+        await cache.get(f"{PREFIX}a/missing")
+
+
+async def test_consistent_get_timeout_without_fallback_is_429() -> None:
+    store = VersionedStore()
+    cache = setup(store, skip_consistent_fallback=True)
+    store.put(12, pod("a", "p2", 12))
+    with pytest.raises(TooManyRequestsError) as info:
+        await cache.get(f"{PREFIX}a/p2")
+    assert info.value.message == "Timeout: Too large resource version: 12, current: 10"
+    assert store.gets == []
 
 
 async def test_without_progress_support_consistent_reads_go_to_the_store() -> None:

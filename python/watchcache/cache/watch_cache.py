@@ -846,8 +846,9 @@ class WatchCache:
 
     async def get(self, key: str, resource_version: str = "") -> Item:
         """One object by its full key. ``resource_version`` "" is a consistent read (with a
-        store: wait for its current rv; Kubernetes reads etcd instead — same answer, no
-        etcd read of the object), "0" any, N: at least N (504 after the wait timeout).
+        store: wait for its current rv, and read the object from the store if the wait times
+        out; Kubernetes reads etcd instead — same answer, no etcd read of the object), "0"
+        any, N: at least N (504 after the wait timeout).
         While the cache is not ready (initialising, relisting) a cache with a store reads
         the object from it, as Kubernetes' delegator does (KEP-4568); without one, 429.
         Raises NotFoundError (404), BadRequestError, TooManyRequestsError."""
@@ -861,7 +862,16 @@ class WatchCache:
             self.stats.gets_from_store += 1
             return await self.store.get(key, rv, resource=self.resource, group=self.group)
         if resource_version == "" and self.store is not None:
-            await self.wait_for_rv(await self.store.current_resource_version())
+            try:
+                await self.wait_for_rv(await self.store.current_resource_version())
+            except TooLargeResourceVersionError as timeout:
+                # Kubernetes answers this GET from etcd, so a cache that lags gives no
+                # error there: read the object from the store, as a consistent LIST that
+                # times out does (row F7; F6's 429 when that fallback is skipped).
+                if self.skip_consistent_fallback:
+                    raise TooManyRequestsError.retry_after(timeout.message, 1) from None
+                self.stats.gets_from_store += 1
+                return await self.store.get(key, 0, resource=self.resource, group=self.group)
         elif rv:
             await self.wait_for_rv(rv)
         item = self._newest().get_item(key)
