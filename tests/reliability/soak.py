@@ -80,7 +80,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,19 @@ MIB = 1024 * 1024
 #: settles at C = 6,400 (21.3-85.3/s), so RSS judged after the warm-up is not a capacity
 #: doubling mid-run.
 LONG_WRITE_RATE = 80.0
+#: Changes a second the long configuration writes straight into etcd besides, as the other
+#: apiservers of a cluster would (etcd_writer.py, a process of its own): with
+#: LONG_WRITE_RATE, the 1,000 a second issue 22 asks etcd, the caches and the watches to
+#: take, while the servers' own write path stays at the rate it sustains here.
+LONG_DIRECT_WRITE_RATE = 920.0
+#: Changes per etcd transaction of those writes. One transaction a change takes more of the
+#: two cores than they have: with the soak's servers, checks and load generator on them,
+#: single-key transactions reached 245 changes/s (309 in all; ``--direct-batch 1``, 3 min)
+#: with etcd and the writer starved, and ten keys a transaction 737/s (730 in all, 2 min).
+#: Twenty write the same bytes and make the same events for the servers; etcd's
+#: revisions advance twenty times slower.
+LONG_DIRECT_BATCH = 20
+ETCD_WRITER = Path(__file__).resolve().parent / "etcd_writer.py"
 #: Lists a second in the long configuration: enough to page through every server state
 #: often, few enough to leave the cores to the writes.
 LONG_LIST_RATE = 10.0
@@ -279,6 +292,10 @@ class Traffic:
     lists_expired: Counter[str] = field(default_factory=Counter)
     #: Lists started again from the first page after their continue token expired.
     list_restarts: int = 0
+    #: 504s Kubernetes gives a read at a resourceVersion the serving cache has not reached
+    #: within its wait (a page whose token came from the other, further server): by
+    #: "continue" or "resourceVersion".
+    lists_behind: Counter[str] = field(default_factory=Counter)
     list_mismatches: list[str] = field(default_factory=list)
 
     def code(self, op: str, status: int) -> None:
@@ -305,6 +322,7 @@ class ListError(Exception):
     def __init__(self, status: int, body: str, rv: int = 0) -> None:
         super().__init__(f"{status}: {body[:200]}")
         self.status = status
+        self.body = body
         self.rv = rv
 
 
@@ -536,6 +554,10 @@ class Workload:
                         self.tally.list_restarts += 1
                         continue
                     return
+                if error.status == 504 and self._behind(error, params):
+                    # Retried from the start, as a reflector lists again after an error.
+                    self.tally.list_restarts += 1
+                    continue
                 if error.status >= 500:
                     self.tally.server_errors.append(f"{where}: {error}")
                 else:
@@ -558,6 +580,17 @@ class Workload:
         self.tally.lists_checked += 1
         if listed.items != want:
             self.tally.mismatch(f"{where} at {listed.rv}: {differences(listed.items, want)}")
+
+    def _behind(self, error: ListError, params: dict[str, str]) -> bool:
+        """Whether a 504 is the one Kubernetes gives a read at a resourceVersion the cache
+        has not reached within its wait (a continuation, or an Exact/NotOlderThan first
+        page): its cause ``ResourceVersionTooLarge``. A consistent first page never gets
+        it: that read falls back to etcd. Counted by kind."""
+        at_rv = params.get("resourceVersion", "0") != "0"
+        if not (error.rv or at_rv) or "ResourceVersionTooLarge" not in error.body:
+            return False
+        self.tally.lists_behind["continue" if error.rv else "resourceVersion"] += 1
+        return True
 
     async def _expired(self, where: str, error: ListError, floor: int) -> bool:
         """Whether a 410 is the one Kubernetes gives for a revision compaction removed: a
@@ -676,6 +709,7 @@ class Watcher:
         finally:
             stop.cancel()
             stream.cancel()
+        session.cut = not stream.done()
         try:
             await stream
         except asyncio.CancelledError:
@@ -684,6 +718,7 @@ class Watcher:
                 raise
         except (aiohttp.ClientError, TimeoutError, ValueError) as error:
             if self._opened:
+                session.cut = True
                 session.finish(End.TERMINATED, f"{type(error).__name__}: {error}")
 
     async def _stream(self, session: WatchSession, params: dict[str, str]) -> None:
@@ -749,6 +784,8 @@ async def rewatch(
     ``through`` (then it vouches for everything up to it) or for ``seconds``. A 410 ends it
     as EXPIRED; the caller judges whether that was legitimate."""
     session = WatchSession(watcher.flt, rv, name=f"{watcher.name} re-watch at {rv}")
+    # Until the server ends the stream or ``through`` arrives, the timer may cut it.
+    session.cut = True
     params = {"watch": "true", "resourceVersion": str(rv), "timeoutSeconds": "60"}
     if watcher.selector:
         params["labelSelector"] = watcher.selector
@@ -776,6 +813,8 @@ async def rewatch(
                 if through is not None and event_rv >= through:
                     session.synced_to = through
                     break
+            else:
+                session.cut = False
     session.finish(End.CLOSED)
     return session
 
@@ -960,7 +999,7 @@ async def sample(
     clients: Sequence[aiohttp.ClientSession],
     etcd: EtcdClient,
     storage: Storage,
-    tally: Traffic,
+    changes_made: Callable[[], int],
     changes: list[tuple[float, int]],
     args: argparse.Namespace,
     until: float,
@@ -980,7 +1019,7 @@ async def sample(
                     gauges = metric_sums(await response.text(), CACHE_GAUGES)
                 server.caches.append((t, gauges[0], gauges[1], gauges[2]))
         t = time.monotonic() - t0
-        changes.append((t, tally.changes))
+        changes.append((t, changes_made()))
         try:
             await storage.sample(etcd, t)
             if not last:
@@ -1010,6 +1049,70 @@ def cpu_of(servers: Sequence[Server], cluster: EtcdCluster) -> dict[str, float]:
     used["etcd"] = sum(cpu_seconds(m.pid) for m in cluster.members if m.pid is not None)
     used["soak"] = cpu_seconds(os.getpid())
     return used
+
+
+# -- the direct writer ----------------------------------------------------------------------
+
+
+class DirectWriter:
+    """etcd_writer.py running as a process of its own (module note of that script)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.cpu_seconds = 0.0
+
+    async def finish(self, tally: Traffic) -> dict[str, Any]:
+        """Its report once it has stopped (at the end of its ``--seconds``); the writes
+        etcd refused for lack of space count as the servers' would."""
+        try:
+            async with asyncio.timeout(60):
+                out, _ = await self.process.communicate()
+        except TimeoutError:
+            tally.unexpected.append("the direct writer did not stop within 60 s")
+            return {"changes": 0, "error": "did not stop"}
+        try:
+            report: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            tally.unexpected.append(f"the direct writer exited {self.process.returncode}: {out!r}")
+            return {"changes": 0, "error": "no report"}
+        self.cpu_seconds = report["cpu_seconds"]
+        tally.refused_for_space += report["refused_for_space"]
+        if report["failed"]:
+            tally.unexpected.append(
+                f"direct writes failed: {report['failed']}: {report['failures'][:3]}"
+            )
+        return report
+
+
+@contextlib.asynccontextmanager
+async def direct_writer(
+    cluster: EtcdCluster, args: argparse.Namespace, seconds: float, seed: int
+) -> AsyncIterator[DirectWriter | None]:
+    """Start etcd_writer.py for ``seconds`` when ``--direct-write-rate`` asks for it; stop
+    it by PID on the way out, whatever happened."""
+    if not args.direct_write_rate:
+        yield None
+        return
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(ETCD_WRITER),
+        "--endpoints", ",".join(cluster.endpoints),
+        "--rate", f"{args.direct_write_rate:g}",
+        "--seconds", f"{seconds:g}",
+        "--namespaces", ",".join(NAMESPACES),
+        "--object-bytes", str(args.object_bytes or 1024),
+        "--seed", str(seed),
+        "--batch", str(args.direct_batch),
+        "--in-flight", "64",
+        stdout=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield DirectWriter(process)
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
 
 
 # -- the run --------------------------------------------------------------------------------
@@ -1080,6 +1183,7 @@ async def soak(
         storage = Storage(list(etcd.endpoints))
         changes: list[tuple[float, int]] = []
         cpu_before = cpu_of(servers, cluster)
+        cpu_before["etcd_writer"] = 0.0
         load_before = os.getloadavg()[0]
         t0 = time.monotonic()
         until = t0 + duration
@@ -1089,7 +1193,7 @@ async def soak(
                 clients=clients,
                 etcd=etcd,
                 storage=storage,
-                tally=tally,
+                changes_made=lambda: recorder.recorded,
                 changes=changes,
                 args=args,
                 until=until,
@@ -1097,20 +1201,28 @@ async def soak(
             )
         )
         workload = Workload(clients, etcd, tally, args)
-        progress = asyncio.create_task(report_progress(tally, servers, storage, t0=t0, until=until))
+        progress = asyncio.create_task(
+            report_progress(recorder, tally, servers, storage, t0=t0, until=until)
+        )
+        writer = await stack.enter_async_context(
+            direct_writer(cluster, args, duration, rng.randrange(2**32))
+        )
         _, _, probes = await asyncio.gather(
             asyncio.gather(*(workload.write(until, rng.random()) for _ in range(args.writers))),
             asyncio.gather(*(workload.read(until, rng.random()) for _ in range(args.workers))),
             probe(watchers, checker, etcd, random.Random(rng.random()), until),
         )
         traffic_seconds = time.monotonic() - t0
+        direct = await writer.finish(tally) if writer is not None else None
         cpu_after = cpu_of(servers, cluster)
+        if writer is not None:
+            cpu_after["etcd_writer"] = writer.cpu_seconds
         machine = {
             "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "cores": os.cpu_count(),
             "cpu_cores_used": {
                 name: round((cpu_after[name] - cpu_before[name]) / traffic_seconds, 2)
-                for name in cpu_before
+                for name in cpu_after
             },
         }
         await sampler
@@ -1203,7 +1315,7 @@ async def soak(
         storage=storage, changes=changes, first=first, last=last, sentinel=sentinel,
         probes=probes, rewatches=rewatches,
         final_lists=final_lists, checks=checks, recorded=recorded,
-        traffic_seconds=traffic_seconds, machine=machine,
+        traffic_seconds=traffic_seconds, machine=machine, direct=direct,
     )  # fmt: skip
 
 
@@ -1226,6 +1338,7 @@ def summarize_run(
     recorded: dict[str, Any],
     traffic_seconds: float,
     machine: dict[str, Any],
+    direct: dict[str, Any] | None,
 ) -> dict[str, Any]:
     validator = checker.validator
     violations = validator.violations
@@ -1265,7 +1378,9 @@ def summarize_run(
         verdicts[f"etcd db size growth below {args.growth_limit:.0%} after warm-up"] = (
             database["growth"] < args.growth_limit
         )
-    achieved = tally.changes / traffic_seconds if traffic_seconds else 0.0
+    direct_changes = direct["changes"] if direct else 0
+    total = tally.changes + direct_changes
+    achieved = total / traffic_seconds if traffic_seconds else 0.0
     return {
         "minutes": args.minutes,
         "seed": args.seed,
@@ -1277,6 +1392,8 @@ def summarize_run(
         "configuration": {
             "profile": "long" if args.long else "default",
             "write_rate": args.write_rate,
+            "direct_write_rate": args.direct_write_rate,
+            "direct_batch": args.direct_batch,
             "writers": args.writers,
             "object_bytes": args.object_bytes,
             "workers": args.workers,
@@ -1291,9 +1408,11 @@ def summarize_run(
             "growth_limit": args.growth_limit,
         },
         "write_rate": {
-            "target": args.write_rate,
+            "target": args.write_rate + args.direct_write_rate,
             "achieved": round(achieved, 1),
-            "changes": tally.changes,
+            "changes": total,
+            "through_servers": tally.changes,
+            "direct": direct,
             "seconds": round(traffic_seconds, 1),
             "samples": [[round(t, 1), n] for t, n in changes],
         },
@@ -1306,6 +1425,7 @@ def summarize_run(
         "lists_checked": tally.lists_checked,
         "lists_unchecked_compacted": tally.lists_unchecked,
         "lists_expired": dict(tally.lists_expired),
+        "lists_behind": dict(tally.lists_behind),
         "list_restarts": tally.list_restarts,
         "list_pages": tally.list_pages,
         "list_mismatches": tally.list_mismatches[:50],
@@ -1356,12 +1476,18 @@ def summarize_run(
 
 
 async def report_progress(
-    tally: Traffic, servers: Sequence[Server], storage: Storage, *, t0: float, until: float
+    recorder: OracleRecorder,
+    tally: Traffic,
+    servers: Sequence[Server],
+    storage: Storage,
+    *,
+    t0: float,
+    until: float,
 ) -> None:
     before = (0.0, 0)
     while time.monotonic() < until:
         await asyncio.sleep(min(30.0, max(1.0, until - time.monotonic())))
-        now = (time.monotonic() - t0, tally.changes)
+        now = (time.monotonic() - t0, recorder.recorded)
         rate = (now[1] - before[1]) / max(1e-9, now[0] - before[0])
         before = now
         rss = ", ".join(f"{s.name} {s.rss_kib[-1][1] // 1024} MiB" for s in servers if s.rss_kib)
@@ -1370,7 +1496,7 @@ async def report_progress(
             _, sizes, used = storage.samples[-1]
             db = f"; etcd db {max(sizes) / MIB:.0f} MiB ({max(used) / MIB:.0f} in use)"
         print(
-            f"[{now[0]:6.0f} s] changes {tally.changes} ({rate:.0f}/s), lists checked "
+            f"[{now[0]:6.0f} s] changes {now[1]} ({rate:.0f}/s), lists checked "
             f"{tally.lists_checked}, mismatches {len(tally.list_mismatches)}; "
             f"RSS {rss}{db}",
             flush=True,
@@ -1415,7 +1541,9 @@ def human(summary: dict[str, Any]) -> str:
         f"soak: {summary['minutes']} min ({summary['configuration']['profile']}), seed "
         f"{summary['seed']}: {'PASSED' if summary['passed'] else 'FAILED'}",
         f"  changes {rate['changes']} in {rate['seconds']:.0f} s: {rate['achieved']:.1f}/s "
-        f"(target {rate['target']:g}/s); mean object {summary['oracle']['mean_object_bytes']} B",
+        f"(target {rate['target']:g}/s; {rate.get('through_servers', rate['changes'])} through "
+        f"the servers, {(rate.get('direct') or {}).get('changes', 0)} straight into etcd); "
+        f"mean object {summary['oracle']['mean_object_bytes']} B",
         f"  cores used: {summary['machine']['cpu_cores_used']}, load average "
         f"{summary['machine']['load_average']}",
         f"  ops {summary['ops_total']}: "
@@ -1423,7 +1551,8 @@ def human(summary: dict[str, Any]) -> str:
         f"  lists checked against etcd {summary['lists_checked']} "
         f"({summary['list_pages']} pages), mismatches {len(summary['list_mismatches'])}, "
         f"unchecked (rv compacted) {summary['lists_unchecked_compacted']}, 410 "
-        f"{summary['lists_expired'] or 0} ({summary['list_restarts']} restarted)",
+        f"{summary['lists_expired'] or 0}, 504 behind {summary.get('lists_behind') or 0} "
+        f"({summary['list_restarts']} restarted)",
         f"  watch: {watch['watchers']} watchers, {watch['sessions']} sessions, "
         f"{watch['events_checked']} events checked, {watch['expired_sessions']} ended by 410, "
         f"{watch['probes']} probes from old rvs ({watch['probes_expired']} got 410), "
@@ -1466,6 +1595,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "etcd_quota_bytes": 0,
         "compaction_interval": 0.0,
         "defragment_free_fraction": 0.0,
+        "direct_write_rate": 0.0,
+        "direct_batch": 1,
         "json": DEFAULT_JSON,
         "plot": None,
         "readme": None,
@@ -1478,6 +1609,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "etcd_quota_bytes": 256 * MIB,
         "compaction_interval": 60.0,
         "defragment_free_fraction": 0.5,
+        "direct_write_rate": LONG_DIRECT_WRITE_RATE,
+        "direct_batch": LONG_DIRECT_BATCH,
         "json": LONG_JSON,
         "plot": LONG_PLOT,
         "readme": LONG_README,
@@ -1508,6 +1641,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "unpaced, to measure what the machine sustains)",
     )  # fmt: skip
     parser.add_argument("--writers", type=int, help="concurrent writers (2; long 64)")
+    parser.add_argument(
+        "--direct-write-rate", type=float,
+        help="changes per second written straight into etcd by etcd_writer.py, as other "
+        f"apiservers' writes arrive (0; long {LONG_DIRECT_WRITE_RATE:g})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--direct-batch", type=int,
+        help=f"changes per etcd transaction of those writes (1; long {LONG_DIRECT_BATCH})",
+    )  # fmt: skip
     parser.add_argument(
         "--object-bytes", type=int,
         help="stored size of the objects written (0: a mix of ~0.4, 0.6 and 1.9 KB; long 1024)",

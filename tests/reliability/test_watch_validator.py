@@ -123,6 +123,21 @@ def test_half_a_transaction_is_a_gap() -> None:
     assert [str(v) for v in found] == [f"reliable: w: lost ADDED {W} at 10"]
 
 
+def test_a_client_that_cut_its_stream_vouches_only_below_its_last_event() -> None:
+    # A client timer can stop reading between the two keys of revision 10; the server
+    # never ends a stream there, so only a cut stream may stop at half a transaction.
+    cut = session(ALL, EVERYTHING[:-1])
+    cut.cut = True
+    assert cut.covered == 9
+    assert WatchValidator(oracle()).check(cut) == []
+    # A cut stream whose last record is a bookmark still vouches for the bookmark's rv.
+    bookmarked = session(ALL, [*EVERYTHING[:-1], (BOOKMARK, "", 10)])
+    bookmarked.cut = True
+    assert bookmarked.covered == 10
+    found = WatchValidator(oracle()).check(bookmarked)
+    assert [str(v) for v in found] == [f"reliable: w: lost ADDED {W} at 10"]
+
+
 def test_a_trailing_gap_needs_to_know_how_far_the_stream_got() -> None:
     v = WatchValidator(oracle())
     # Without a sync point a stream that stopped early is indistinguishable from a slow one.
