@@ -8,7 +8,9 @@ Two configurations; every option of either can be set on its own (``--help``):
 * the default, as the soak ran before compaction existed: 15 changes/s of mixed sizes from
   2 writers, no compaction, etcd's own quota; summary in ``results/soak.json``;
 * ``--long``, the long-running configuration (issue 22): ~1 KB objects at the rate this
-  machine sustains (``LONG_WRITE_RATE``, measured: see its note) from 64 writers, a 256 MiB
+  machine sustains through the servers (``LONG_WRITE_RATE``, measured: see its note) from
+  64 writers, and the rest of 1,000 a second straight into etcd (``etcd_writer.py``,
+  ``LONG_DIRECT_WRITE_RATE`` in transactions of ``LONG_DIRECT_BATCH`` keys), a 256 MiB
   backend quota on every member, compaction every minute by the servers, the members
   defragmented by the soak as an operator would (``--defragment-free-fraction``), lists
   paced; summary in ``results/soak-long.json``, and the plot and bench/README.md's
