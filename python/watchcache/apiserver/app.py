@@ -33,7 +33,15 @@ import logging
 import random
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -700,9 +708,22 @@ class ApiServer:
         return response
 
     async def _serve_collection(self, request: Request, namespace: str | None) -> Response:
+        return await self._with_resource(self._serve_collection_of, request, namespace)
+
+    async def _serve_item(self, request: Request, namespace: str | None) -> Response:
+        return await self._with_resource(self._serve_item_of, request, namespace)
+
+    async def _with_resource(
+        self,
+        handler: Callable[[_Served, Request, str | None], Awaitable[Response]],
+        request: Request,
+        namespace: str | None,
+    ) -> Response:
+        """Run ``handler`` on the resource ``request`` names, counted as one of its
+        requests while it runs: a replaced resource's cache stops only after."""
         served = self._resource(request, namespaced_path=namespace is not None)
         with served.serving():
-            return await self._serve_collection_of(served, request, namespace)
+            return await handler(served, request, namespace)
 
     async def _serve_collection_of(
         self, served: _Served, request: Request, namespace: str | None
@@ -742,11 +763,6 @@ class ApiServer:
         if isinstance(opts, WatchOptions):
             return await self._watch(request, served, namespace or "", opts)
         return await self._list(request, served, namespace or "", opts)
-
-    async def _serve_item(self, request: Request, namespace: str | None) -> Response:
-        served = self._resource(request, namespaced_path=namespace is not None)
-        with served.serving():
-            return await self._serve_item_of(served, request, namespace)
 
     async def _serve_item_of(
         self, served: _Served, request: Request, namespace: str | None

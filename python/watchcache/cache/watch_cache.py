@@ -858,9 +858,7 @@ class WatchCache:
         if not self._ready or self._stopped or not self._consistent:
             if self.store is None or self._stopped:
                 self.check_ready()
-            assert self.store is not None
-            self.stats.gets_from_store += 1
-            return await self.store.get(key, rv, resource=self.resource, group=self.group)
+            return await self._get_from_store(key, rv)
         if resource_version == "" and self.store is not None:
             try:
                 await self.wait_for_rv(await self.store.current_resource_version())
@@ -870,8 +868,7 @@ class WatchCache:
                 # times out does (row F7; F6's 429 when that fallback is skipped).
                 if self.skip_consistent_fallback:
                     raise TooManyRequestsError.retry_after(timeout.message, 1) from None
-                self.stats.gets_from_store += 1
-                return await self.store.get(key, 0, resource=self.resource, group=self.group)
+                return await self._get_from_store(key, 0)
         elif rv:
             await self.wait_for_rv(rv)
         item = self._newest().get_item(key)
@@ -879,6 +876,11 @@ class WatchCache:
             name = key.rsplit("/", 1)[-1]
             raise NotFoundError.for_object(self.resource, name, self.group)
         return item
+
+    async def _get_from_store(self, key: str, minimum: int) -> Item:
+        assert self.store is not None
+        self.stats.gets_from_store += 1
+        return await self.store.get(key, minimum, resource=self.resource, group=self.group)
 
     # -----------------------------------------------------------------------------------
     # WATCH
