@@ -259,7 +259,7 @@ def apply(  # noqa: PLR0917 (SMD's argument order, which callers use)
     if ignored is not None:
         applied = applied.recursive_difference(ignored)
     fields[manager] = VersionedSet(applied, version, True)
-    if previous is not None and not previous.set.is_empty():
+    if previous is not None and not _keeps_every_field(previous, applied, version):
         merged = _prune(merged, fields, previous, atom)
         plain = False
     _attribute(
@@ -290,6 +290,17 @@ def _unchanged(live: JSON, merged: JSON, plain: bool) -> bool:
     except (ValueError, RecursionError):
         pass  # NaN, which equals nothing, not even itself; or nesting C will not follow
     return values_equal(live, merged)
+
+
+def _keeps_every_field(last: VersionedSet, applied: Set, version: str) -> bool:
+    """Whether an apply of ``applied`` at ``version`` leaves out none of the fields its
+    manager applied ``last`` time. Pruning removes only fields the manager applied last
+    time and leaves out now, so then it removes nothing: the usual re-apply skips
+    :func:`_prune`'s six walks of the object (tests/unit/test_structured_prune.py checks
+    that they would change nothing)."""
+    if last.set.is_empty():
+        return True
+    return last.api_version == version and last.set.difference(applied).is_empty()
 
 
 def _prune(merged: JSON, managers: ManagedFields, last: VersionedSet, atom: Atom) -> JSON:
