@@ -37,7 +37,7 @@ from watchcache.cache.objects import ObjectCodec
 from watchcache.cache.planner import store_revision
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.proto import rpc_pb2
-from watchcache.etcd.store import MAX_PAGE, EtcdStore
+from watchcache.etcd.store import LIST_TIMEOUT_SECONDS, MAX_PAGE, EtcdStore
 from watchcache.etcd.version import ConsistentReadsMode
 from watchcache.sync.synced import SyncedCache
 from watchcache.wire.errors import (
@@ -451,6 +451,27 @@ async def test_doubling_stops_at_10000_and_a_larger_limit_is_never_changed(
         assert [call.limit for call in calls] == range_limits
         assert names(result.items) == [f"a/p{count - 1:05d}"]
         assert (result.continue_token, result.remaining_item_count) == ("", None)
+
+
+async def test_a_list_reads_under_the_request_deadline_not_the_per_call_default(
+    client: EtcdClient, store: EtcdStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await seed(client, 9, lambda i: {"app": "x" if i == 8 else "y"})
+    timeouts: list[float] = []
+    original = client.range
+
+    async def range_(key: bytes, range_end: bytes = b"", **options: Any) -> Any:
+        timeouts.append(options["timeout"])
+        return await original(key, range_end, **options)
+
+    monkeypatch.setattr(client, "range", range_)
+    # A per-call default no Range can meet: the LIST's Ranges must not use it.
+    client.timeout = 1e-6
+    result = await store_list(store, ListOptions(limit=2, label_selector="app=x"))
+    assert names(result.items) == ["a/p08"]
+    assert len(timeouts) > 1
+    # One deadline for the whole request: each internal page gets what is left of it.
+    assert LIST_TIMEOUT_SECONDS - 5 < timeouts[-1] <= timeouts[0] <= LIST_TIMEOUT_SECONDS
 
 
 # ---------------------------------------------------------------------------------------------

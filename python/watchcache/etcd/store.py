@@ -19,6 +19,7 @@ way Kubernetes' etcd3 store reads them (docs/semantics.md §6).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 
@@ -49,6 +50,12 @@ from watchcache.wire.tokens import next_page_token
 
 #: Kubernetes' ``maxLimit``: internal pages never grow beyond this.
 MAX_PAGE = 10_000
+#: How long the Ranges of one LIST may take together: kube-apiserver's default
+#: ``--request-timeout``, the deadline its etcd3 store reads a LIST under. The client's
+#: per-call default (10 s) is for small calls; an unlimited LIST of 150,000 pods is one
+#: Range of 170 MB, which two at once on two cores took over 10 s to read (bench/kubelet.py's
+#: etcd case answered 504 then).
+LIST_TIMEOUT_SECONDS = 60.0
 
 
 class EtcdStore:
@@ -142,9 +149,13 @@ class EtcdStore:
         items: list[Item] = []
         last_key = b""
         count = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + LIST_TIMEOUT_SECONDS
         while True:
             try:
-                response = await self.client.range(start, end, revision=revision, limit=page)
+                response = await self.client.range(
+                    start, end, revision=revision, limit=page, timeout=deadline - loop.time()
+                )
             except CompactedError:
                 if request.continued:
                     # Kubernetes resumes the rv=-1 token where the failing Range started:
