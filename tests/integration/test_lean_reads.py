@@ -47,7 +47,7 @@ class Counting:
 async def ask(
     app: Any,
     path: str,
-    query: str = "",
+    query: str | bytes = "",
     accept: str | None = "application/json",
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> Answer:
@@ -59,7 +59,7 @@ async def ask(
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
-        "query_string": query.encode(),
+        "query_string": query if isinstance(query, bytes) else query.encode(),
         "root_path": "",
         "headers": [(b"host", b"test")]
         + ([] if accept is None else [(b"accept", accept.encode("latin-1"))])
@@ -131,7 +131,7 @@ async def apps(etcd: EtcdCluster) -> AsyncIterator[Apps]:
 async def same(
     apps: Apps,
     path: str,
-    query: str = "",
+    query: str | bytes = "",
     accept: str | None = "application/json",
     extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> tuple[Answer, bool]:
@@ -152,7 +152,7 @@ async def same(
     return lean, passed_on
 
 
-TAKEN = [
+TAKEN: list[tuple[str, str | bytes]] = [
     ("/api/v1/namespaces/a/configmaps/c1", ""),
     ("/api/v1/namespaces/a/configmaps/c1", "resourceVersion=0"),
     ("/api/v1/namespaces/a/configmaps/c1", "resourceVersion=0&resourceVersion=junk"),
@@ -171,6 +171,10 @@ TAKEN = [
     ("/api/v1/configmaps", "resourceVersionMatch=Exact"),
     ("/api/v1/configmaps", "continue=garbage"),
     ("/api/v1/configmaps", "labelSelector=%3D%3D%3D"),
+    # Raw bytes in a query read as UTF-8 on both paths; an invalid one fails validation.
+    ("/api/v1/configmaps", "labelSelector=app%3D\u00fc"),
+    ("/api/v1/configmaps", b"labelSelector=app%3D\xff"),
+    ("/api/v1/configmaps", b"fieldSelector=metadata.name%3D\xc3\xbc\xff"),
     ("/apis/coordination.k8s.io/v1/namespaces/a/leases", ""),
     ("/apis/coordination.k8s.io/v1/namespaces/a/leases/nope", ""),
 ]
@@ -184,6 +188,17 @@ async def test_the_lean_path_answers_as_the_routes_do(apps: Apps, accept: str | 
         for _ in range(2):  # the second time from the lean path's memo of the query
             _, passed_on = await same(apps, path, query, accept)
             assert not passed_on, (path, query)
+
+
+@pytest.mark.parametrize("accept", ["application/json", TABLE])
+async def test_raw_bytes_in_a_query_are_read_as_utf8_and_fail_validation(
+    apps: Apps, accept: str
+) -> None:
+    for query in (b"labelSelector=app%3D\xc3\xbc", b"labelSelector=app%3D\xff"):
+        answer, _ = await same(apps, "/api/v1/configmaps", query, accept)
+        assert answer.status == 400, (query, answer.body)
+    answer, _ = await same(apps, "/api/v1/configmaps", b"labelSelector=app%3D\xc3\xbc", accept)
+    assert "\u00fc" in json.loads(answer.body)["message"]
 
 
 async def test_a_continue_token_from_the_lean_path_works_on_both(apps: Apps) -> None:
