@@ -19,8 +19,8 @@ outstanding on gRPC's own completion queue for a fraction of that, and a process
 keeps the soak's event loop free. The pace is a fixed schedule of slots ``batch / rate``
 apart. A writer that wakes late sends the slots it missed at once, so oversleeping on busy
 cores (about a millisecond a slot there, 5 % of the rate at 46 slots a second) does not
-lower the rate; one more than ``MAX_BACKLOG_SECONDS`` behind drops the missed slots rather
-than burst.
+lower the rate; a writer more than ``MAX_BACKLOG_SECONDS`` behind drops the missed slots
+rather than burst.
 
 Stops at ``--seconds`` or on SIGTERM/SIGINT, then prints one JSON line: changes made,
 failed calls by status code, the first failure messages, and how many of them were etcd
