@@ -1,6 +1,8 @@
 // watchcache._core: wires the register_* files together. No logic lives in the bindings:
 // the engine is in cpp/include/watchcache, the Python API in python/watchcache.
 #include "convert.hpp"
+#include "watchcache/item_heap.hpp"
+#include "watchcache/node_pool.hpp"
 
 #ifndef WATCHCACHE_VERSION
 #define WATCHCACHE_VERSION "dev"
@@ -25,6 +27,14 @@ PYBIND11_MODULE(_core, m) {
     d["nodes"] = c.nodes.load();
     d["items"] = c.items.load();
     d["bytes"] = c.bytes.load();
+    return d;
+  });
+  m.def("memory_stats", [] {
+    pybind11::dict d;
+    d["node_chunks"] = watchcache::detail::NodePool::instance().chunks();
+    d["item_chunks"] = watchcache::detail::ItemHeap::instance().chunks();
+    d["item_spans"] = watchcache::detail::ItemHeap::instance().spans_in_use();
+    d["chunk_bytes"] = watchcache::detail::ChunkSource::kChunkBytes;
     return d;
   });
 }

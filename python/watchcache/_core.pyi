@@ -370,6 +370,11 @@ class SnapshotRegistry:
 def live_counters() -> dict[str, int]:
     """Engine-wide live object counters: ``nodes``, ``items``, ``bytes``. For leak tests."""
 
+def memory_stats() -> dict[str, int]:
+    """Process-wide engine memory: ``node_chunks`` and ``item_chunks`` (chunks held for
+    tree nodes and for items), ``item_spans`` (spans of the item heap holding an item),
+    ``chunk_bytes``. Sanitizer builds take no chunks: all zero but ``chunk_bytes``."""
+
 def set_prefault(enabled: bool) -> bool:
     """Whether a helper thread faults the engine's node and item memory in ahead of writes
     (off until enabled; the WatchCache enables it). Returns the previous setting.

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from watchcache._core import memory_stats
 from watchcache.cache.histogram import Histogram
 from watchcache.etcd.storage_monitor import StorageMonitor
 from watchcache.sync.synced import SyncedCache
@@ -112,6 +113,15 @@ def render(
             "Defragmentations of the embedded etcd's members.",
             cluster,
             monitor.defragmentations,
+        )
+    engine = memory_stats()
+    for pool, chunks in (("nodes", engine["node_chunks"]), ("items", engine["item_chunks"])):
+        out.sample(
+            "watchcache_engine_memory_bytes",
+            "gauge",
+            "Memory the native engine holds for tree nodes and items, in 2 MiB chunks.",
+            {"pool": pool},
+            chunks * engine["chunk_bytes"],
         )
     for endpoint, version in sorted((etcd_versions or {}).items()):
         out.sample(

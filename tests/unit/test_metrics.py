@@ -8,7 +8,7 @@ import re
 import pytest
 from kubeobjects import PREFIX, added, pod
 
-from watchcache import metrics
+from watchcache import _core, metrics
 from watchcache.cache.histogram import Histogram
 from watchcache.etcd.client import EtcdClient
 from watchcache.sync.synced import SyncedCache
@@ -57,6 +57,16 @@ async def test_render_exposes_cache_statistics_under_kubernetes_names() -> None:
     fetched = "apiserver_cache_list_fetched_objects_total"
     assert f'{fetched}{{{base},index="f:spec.nodeName"}} 1' in lines
     assert f'apiserver_storage_consistency_checks_total{{{base},status="failure"}} 0' in lines
+    # The engine's memory, process-wide: whole chunks, nodes and items apart (none in
+    # sanitizer builds, which bypass the chunks).
+    engine = {
+        line.split('"')[1]: int(line.rsplit(" ", 1)[1])
+        for line in lines
+        if line.startswith("watchcache_engine_memory_bytes{")
+    }
+    assert set(engine) == {"nodes", "items"}
+    chunk = _core.memory_stats()["chunk_bytes"]
+    assert all(value % chunk == 0 for value in engine.values())
     # One HELP and one TYPE per family, before its samples.
     types = [line.split()[2] for line in lines if line.startswith("# TYPE")]
     assert len(types) == len(set(types))

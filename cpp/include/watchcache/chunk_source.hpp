@@ -79,6 +79,20 @@ class ChunkSource {
   // Hands a chunk from take() back to the OS.
   static void unmap(char* chunk) noexcept { ::munmap(chunk, kChunkBytes); }
 
+  // Hands back a chunk from take() that its user no longer needs: to the reserve while it
+  // holds fewer than kReadyChunks (the chunk is resident: the next take() costs no fault),
+  // else to the OS. Its contents are left as they are; users write their own headers.
+  void give_back(char* chunk) noexcept {
+    {
+      std::lock_guard lock(ready_mu_);
+      if (ready_.size() < kReadyChunks) {
+        ready_.push_back(chunk);  // no allocation: reserved in the constructor
+        return;
+      }
+    }
+    unmap(chunk);
+  }
+
   // Whether a helper thread keeps kReadyChunks chunks faulted in ahead of take(). Turning
   // it off stops refills (the helper stays, idle); the chunks it made stay ready. Returns
   // the previous setting.

@@ -6,8 +6,10 @@
 //   1  NodeStock (below)          one tree's writer; no lock           NodeStock::kHigh
 //   2  ParkedNodes (below)        one ReclaimDomain (reclaim.hpp),     ParkedNodes::kPerSize
 //                                 under the domain's lock
-//   3  NodePool (node_pool.hpp)   the process; a lock per node size    none: kept for reuse,
-//                                                                      never returned to the OS
+//   3  NodePool (node_pool.hpp)   the process; a lock per node size    none; a chunk whose
+//                                                                      nodes are all free goes
+//                                                                      back to tier 4 (one
+//                                                                      spare kept per size)
 //   4  ChunkSource                the process: 2 MB huge-page chunks, faulted in ahead of the
 //      (chunk_source.hpp)         writer when prefaulting is on; shared with the ItemHeap
 //
@@ -18,8 +20,8 @@
 // The policy, implemented by the functions named in parentheses (BasicTree and the
 // ReclaimDomain only say when a node is free):
 //   taken     BasicTree::allocate takes the top of its stock (NodeStock::take), else asks
-//             tier 3 (new_node_memory: the size's free list, else a bump in its chunk, else
-//             a new chunk from tier 4).
+//             tier 3 (new_node_memory: a free node of the size's lowest chunk with room,
+//             else a new chunk from tier 4).
 //   freed     A node born in the tree's current version, which no snapshot has seen (a merge
 //             or a root collapse drops one): to the stock while it holds fewer than kHigh,
 //             else to tier 3 (NodeStock::give_back). A retired node, once no live snapshot
