@@ -281,7 +281,8 @@ def section(
                 f"{name} RSS",
                 _growth(judged, "KiB"),
                 f"{memory['peak_kib'] / 1024:,.1f} MiB",
-                f"event history capacity {capacity[0]:,} → {capacity[1]:,}" if capacity else "",
+                "high-water marks of the first and last two compaction intervals; "
+                + (f"event history capacity {capacity[0]:,} → {capacity[1]:,}" if capacity else ""),
             ]
         )
     lines += [

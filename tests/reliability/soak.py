@@ -55,11 +55,11 @@ Passes when: 0 list mismatches, 0 watch violations (so no lost or duplicated eve
 detector's checks ran and none failed nor found the cache inconsistent, no 5xx, no NOSPACE
 alarm and no write refused for lack of space, and each server's RSS and etcd's database
 file (its largest member's) grew less than ``--growth-limit`` (10%) between the end of the
-warm-up (the first 30% of the run, at least ``--min-warmup``) and the end: RSS as the
-median of the first three samples after the warm-up against the last three, the file as
-its high-water mark in the first two compaction intervals after the warm-up against the
-last two (compaction and defragmentation make it a saw-tooth); neither is judged when too
-little of the run is left after the warm-up. With compaction on, etcd must also have been
+warm-up (the first 30% of the run, at least ``--min-warmup``) and the end: each as its
+high-water mark in the first two compaction intervals after the warm-up against the last
+two (both are saw-tooths: compaction and defragmentation shrink the file, and compaction
+drops the snapshots whose path copies fill the servers' memory); neither is judged when
+too little of the run is left after the warm-up. With compaction on, etcd must also have been
 compacted. Writes a JSON summary to ``--json`` and prints a human one; exits 1 when a
 guarantee failed.
 """
@@ -178,8 +178,8 @@ class Server:
     log: Path
     process: subprocess.Popen[bytes]
     rss_kib: list[tuple[float, int]] = field(default_factory=list)
-    #: (t, event history capacity, stored snapshots, bytes they pin), summed over resources.
-    caches: list[tuple[float, int, int, int]] = field(default_factory=list)
+    #: (t, *CACHE_GAUGES): history capacity, snapshots, bytes they pin, engine memory.
+    caches: list[tuple[float, ...]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -941,7 +941,14 @@ def metric_sums(metrics_text: str, names: Sequence[str]) -> list[int]:
     return [int(sums[name]) for name in names]
 
 
-CACHE_GAUGES = ("watch_cache_capacity", "watchcache_snapshots", "watchcache_snapshot_pinned_bytes")
+#: Per server: its caches' history capacity, snapshots and bytes they alone pin, summed;
+#: and the engine's chunks for nodes and items together (the bulk of RSS).
+CACHE_GAUGES = (
+    "watch_cache_capacity",
+    "watchcache_snapshots",
+    "watchcache_snapshot_pinned_bytes",
+    "watchcache_engine_memory_bytes",
+)
 
 
 def growth_after(
@@ -983,15 +990,18 @@ def growth_after(
     }
 
 
-def rss_growth(server: Server, warmup: float) -> dict[str, Any]:
-    """:func:`growth_after` of RSS (KiB), with the event history's capacity then and at
-    the end: a capacity that doubled after the warm-up (Kubernetes' sizing: the write
-    rate rose past capacity / 75 s) fills with events and snapshots, which is growth but
-    not a leak."""
-    judged = growth_after(server.rss_kib, warmup)
+def rss_growth(server: Server, warmup: float, window: float) -> dict[str, Any]:
+    """:func:`growth_after` of RSS (KiB), its high-water mark in the first ``window``
+    seconds after the warm-up against the last ``window``, with the event history's
+    capacity then and at the end: a capacity that doubled after the warm-up (Kubernetes'
+    sizing: the write rate rose past capacity / 75 s) fills with events and snapshots,
+    which is growth but not a leak. A high-water mark, because RSS is a saw-tooth: the
+    snapshots kept between two compactions pin path copies, and the engine gives the
+    chunks they free back (node_pool.hpp)."""
+    judged = growth_after(server.rss_kib, warmup, window=window)
     memory = {f"{k}_kib" if k in ("baseline", "final", "peak") else k: v for k, v in judged.items()}
     if judged["growth"] is not None:
-        capacities = [capacity for t, capacity, _, _ in server.caches if t >= warmup]
+        capacities = [capacity for t, capacity, *_ in server.caches if t >= warmup]
         memory["history_capacity"] = [capacities[0], capacities[-1]] if capacities else None
     return memory
 
@@ -1020,7 +1030,7 @@ async def sample(
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
                 async with client.get("/metrics") as response:
                     gauges = metric_sums(await response.text(), CACHE_GAUGES)
-                server.caches.append((t, gauges[0], gauges[1], gauges[2]))
+                server.caches.append((t, *gauges))
         t = time.monotonic() - t0
         changes.append((t, changes_made()))
         try:
@@ -1348,11 +1358,11 @@ def summarize_run(
     lost = [v for v in violations if v.guarantee is Guarantee.RELIABLE and "lost" in v.message]
     duplicated = [v for v in violations if v.guarantee is Guarantee.UNIQUE]
     warmup = max(args.warmup * args.minutes * 60, args.min_warmup)
-    memory = {s.name: rss_growth(s, warmup) for s in servers}
-    # Two compaction intervals: the file's high-water mark is reached once per interval.
-    database = growth_after(
-        storage.largest_file(), warmup, window=max(30.0, 2 * args.compaction_interval)
-    )
+    # Two compaction intervals: the file's and the servers' high-water marks are reached
+    # once per interval.
+    window = max(30.0, 2 * args.compaction_interval)
+    memory = {s.name: rss_growth(s, warmup, window) for s in servers}
+    database = growth_after(storage.largest_file(), warmup, window=window)
     failed_checks = sum(c.get("failure", 0) for c in checks.values())
     ok_checks = sum(c.get("success", 0) for c in checks.values())
     inconsistencies = sum(c.get("inconsistencies", 0) for c in checks.values())
