@@ -141,7 +141,11 @@ async def _send_plain(
         # 8-LIST burst's first byte came sooner (p50 9.8 against 16.1 ms) but each LIST cost
         # twice the CPU (225 against 106 ms: the hand-offs and the GIL going back and forth)
         # and the burst ran at 3.7 LISTs/s against 6.8 (bench/list_memory.py --full, one run
-        # each, the same day).
+        # each, the same day). Letting one stream render per turn of the loop (a semaphore)
+        # changed nothing: first byte p50 13.9 against 13.6 ms, a GET meanwhile 14.0 against
+        # 14.5 ms (bench/list_memory.py --full --base, one run). Gzipped, with the clients
+        # reading 19x fewer bytes, the GET waited 6 ms: the wait is mostly for the two
+        # cores, which the 8 client processes share, not for the loop.
         await asyncio.sleep(0)
         if gone.done():
             return
