@@ -235,10 +235,14 @@ async def test_large_answers_are_streamed_and_gzipped_alike(apps: Apps) -> None:
         plain, _ = await same(apps, path, query)
         packed, _ = await same(apps, path, query, extra=gzip_ok)
         assert gzip.decompress(packed.body) == plain.body
-    # Tables go through the routes only, and are gzipped there alike.
-    table, passed_on = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE)
-    assert passed_on
-    packed, _ = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE, gzip_ok)
+    # Tables go through the routes only, and are gzipped there alike. The two Tables are
+    # asked again, up to twice, when their Age cells straddle a second (see same()).
+    for attempt in range(3):
+        table, passed_on = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE)
+        assert passed_on
+        packed, _ = await same(apps, "/api/v1/configmaps", "includeObject=Object", TABLE, gzip_ok)
+        if gzip.decompress(packed.body) == table.body or attempt == 2:
+            break
     assert gzip.decompress(packed.body) == table.body
 
 
