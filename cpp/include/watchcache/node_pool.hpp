@@ -80,19 +80,20 @@ class NodePool {
 
   void release(void* p, std::size_t bytes) noexcept {
     SizeClass& c = class_for(bytes);
-    std::lock_guard lock(c.mu);
     Chunk* k = chunk_of(p);
-    k->free = new (p) FreeNode{k->free};
-    if (--k->live == 0) {
-      if (c.spare == nullptr) {
-        c.spare = k;
-      } else {
-        give_back(c, k);
+    {
+      std::lock_guard lock(c.mu);
+      k->free = new (p) FreeNode{k->free};
+      if (--k->live > 0 || c.spare == nullptr) {
+        if (k->live == 0) c.spare = k;
+        c.set_room(k->id, true);
+        if (c.current && k->id < c.current->id) c.current = k;
         return;
       }
+      forget(c, k);
     }
-    c.set_room(k->id, true);
-    if (c.current && k->id < c.current->id) c.current = k;
+    // Outside the size's lock: an munmap there would hold up every allocation of the size.
+    ChunkSource::instance().give_back(reinterpret_cast<char*>(k));
   }
 
   // Chunks held for nodes, all sizes together (including the spares), for reports.
@@ -161,12 +162,12 @@ class NodePool {
     return k;
   }
 
-  void give_back(SizeClass& c, Chunk* k) noexcept {
+  // Takes an empty chunk out of its size's table, to be given back.
+  void forget(SizeClass& c, Chunk* k) noexcept {
     c.set_room(k->id, false);
     c.table[k->id] = nullptr;
     if (c.current == k) c.current = nullptr;
     chunks_.fetch_sub(1, std::memory_order_relaxed);
-    ChunkSource::instance().give_back(reinterpret_cast<char*>(k));
   }
 
   SizeClass& class_for(std::size_t bytes) {
