@@ -276,14 +276,11 @@ def section(
             "final": memory.get("final_kib", 0),
         }
         capacity = memory.get("history_capacity")
+        note = "high-water marks of the first and last two compaction intervals"
+        if capacity:
+            note += f"; event history capacity {capacity[0]:,} → {capacity[1]:,}"
         rows.append(
-            [
-                f"{name} RSS",
-                _growth(judged, "KiB"),
-                f"{memory['peak_kib'] / 1024:,.1f} MiB",
-                "high-water marks of the first and last two compaction intervals; "
-                + (f"event history capacity {capacity[0]:,} → {capacity[1]:,}" if capacity else ""),
-            ]
+            [f"{name} RSS", _growth(judged, "KiB"), f"{memory['peak_kib'] / 1024:,.1f} MiB", note]
         )
     lines += [
         markdown(["", "after the warm-up → end", "peak", "note"], rows, "llrl"),
