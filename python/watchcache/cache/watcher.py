@@ -19,9 +19,10 @@ same event loop. Nothing here is thread-safe.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from watchcache._core import Item, Snapshot
@@ -102,21 +103,97 @@ class WatchSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One event as a watcher receives it. ``object`` is the JSON of the object
-    (for BOOKMARK the bookmark object); ``item`` the native object (None for BOOKMARK)."""
+    """One event as a watcher receives it (read-only). ``object`` is the JSON of the object
+    (for BOOKMARK the bookmark object, for ERROR the Status); ``item`` the native object
+    (None for BOOKMARK and ERROR).
 
-    type: EventType
-    resource_version: int
-    object: bytes
-    item: Item | None = None
-    #: The bookmark that ends a watch's initial events (annotated ``k8s.io/initial-events-end``).
-    initial_events_end: bool = False
+    Built from an item (:meth:`of_item`, :meth:`restamped`), the JSON is read out of the
+    item when it is first asked for and kept: the cache builds an event's WatchEvents while
+    it applies the event, for every watcher at once, and copying the object (or, for a
+    DELETED of an object that left a watcher's selector, re-stamping it at the event's rv:
+    a parse and a serialization) there would make the writer pay what each watcher's own
+    task pays when it sends the event. A WatchEvent is shared by the watchers that receive
+    it, so the copy is still made once."""
+
+    __slots__ = ("_item", "_object", "_restamp", "initial_events_end", "resource_version", "type")
+
+    def __init__(
+        self,
+        type: EventType,
+        resource_version: int,
+        object: bytes,
+        item: Item | None = None,
+        initial_events_end: bool = False,
+    ) -> None:
+        self.type = type
+        self.resource_version = resource_version
+        self._object: bytes | None = object
+        self._item = item
+        self._restamp: Item | None = None
+        #: The bookmark that ends a watch's initial events (``k8s.io/initial-events-end``).
+        self.initial_events_end = initial_events_end
+
+    @classmethod
+    def of_item(cls, type: EventType, resource_version: int, item: Item) -> WatchEvent:
+        """``item`` as it is stored; its JSON is read on first use."""
+        event = cls.__new__(cls)
+        event.type = type
+        event.resource_version = resource_version
+        event._object = None
+        event._item = item
+        event._restamp = None
+        event.initial_events_end = False
+        return event
+
+    @classmethod
+    def restamped(cls, type: EventType, resource_version: int, previous: Item) -> WatchEvent:
+        """``previous`` re-stamped at ``resource_version`` (its JSON's
+        ``metadata.resourceVersion`` and its mod revision), made on first use; an object
+        that is not JSON is delivered as stored rather than dropped."""
+        event = cls.of_item(type, resource_version, previous)
+        event._restamp = previous
+        return event
+
+    @property
+    def item(self) -> Item | None:
+        restamp = self._restamp
+        if restamp is not None:
+            with contextlib.suppress(ValueError):  # not JSON: the stored object, as it is
+                self._item = with_resource_version(restamp, self.resource_version)
+            self._restamp = None
+        return self._item
+
+    @property
+    def object(self) -> bytes:
+        body = self._object
+        if body is None:
+            item = self.item
+            assert item is not None  # made from an item, or given its body
+            body = self._object = item.value
+        return body
 
     def to_json(self) -> bytes:
         """The wire form, one line of a Kubernetes watch stream (without the newline)."""
         return b'{"type":"' + self.type.encode() + b'","object":' + self.object + b"}"
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.type, self.resource_version, self.object, self.item, self.initial_events_end)
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if not isinstance(other, WatchEvent):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.resource_version, self.object))
+
+    def __repr__(self) -> str:
+        return (
+            f"WatchEvent(type={self.type!r}, resource_version={self.resource_version!r}, "
+            f"object={self.object!r}, item={self.item!r}, "
+            f"initial_events_end={self.initial_events_end!r})"
+        )
 
 
 class EventConversions:
@@ -125,7 +202,7 @@ class EventConversions:
     or MODIFIED, or a DELETED of the previous object re-stamped at the event's rv (it left
     the watcher's selector)."""
 
-    __slots__ = ("_made", "_value", "event", "key", "new", "old")
+    __slots__ = ("_made", "event", "key", "new", "old")
 
     def __init__(self, event: Event, previous: Item | None) -> None:
         self.event = event
@@ -133,7 +210,6 @@ class EventConversions:
         self.new: Item | None = None if event.type is _DELETED else event.object
         self.old = previous
         self._made: dict[EventType, WatchEvent] = {}
-        self._value: bytes | None = None
 
     def native(self) -> WatchEvent:
         return self.as_type(self.event.type)
@@ -143,18 +219,11 @@ class EventConversions:
         if made is not None:
             return made
         event = self.event
-        rv = event.resource_version
         if kind is _DELETED and event.type is not _DELETED:
             assert self.old is not None
-            try:
-                item = with_resource_version(self.old, rv)
-            except ValueError:
-                item = self.old  # not JSON: deliver it as stored rather than drop the event
-            made = WatchEvent(kind, rv, item.value, item)
+            made = WatchEvent.restamped(kind, event.resource_version, self.old)
         else:
-            if self._value is None:
-                self._value = event.object.value
-            made = WatchEvent(kind, rv, self._value, event.object)
+            made = WatchEvent.of_item(kind, event.resource_version, event.object)
         self._made[kind] = made
         return made
 
@@ -400,7 +469,7 @@ class Watcher:
         item = chunk.popleft()
         self._cache.initial_event_sent()
         # Initial objects carry their own (unordered) rvs; the resume point is the state's rv.
-        return WatchEvent(EventType.ADDED, item.mod_revision, item.value, item)
+        return WatchEvent.of_item(EventType.ADDED, item.mod_revision, item)
 
     def _finish_initial(self) -> WatchEvent | None:
         self._initial = None

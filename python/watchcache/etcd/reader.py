@@ -255,7 +255,7 @@ class EtcdWatcher:
                     for kv in response.kvs:
                         item = reader.decode(kv.key, kv.value, int(kv.mod_revision))
                         if self._selector is None or self._selector.matches_item(item):
-                            yield WatchEvent(EventType.ADDED, item.mod_revision, item.value, item)
+                            yield WatchEvent.of_item(EventType.ADDED, item.mod_revision, item)
                     if not response.more:
                         break
                     start = response.kvs[-1].key + b"\0"
