@@ -148,9 +148,9 @@ class TimedCache(WatchCache):
         super().__init__(prefix, **kwargs)
         self.dispatch_seconds: list[float] = []
 
-    def _dispatch(self, event: Event, previous: Item | None) -> None:
+    def _dispatch(self, event: Event, previous: Item | None, key: str) -> None:
         start = time.perf_counter()
-        super()._dispatch(event, previous)
+        super()._dispatch(event, previous, key)
         self.dispatch_seconds.append(time.perf_counter() - start)
 
 

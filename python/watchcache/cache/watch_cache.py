@@ -501,7 +501,7 @@ class WatchCache:
         self._rv = rv
         self.stats.events_received += 1
         if self._watching:
-            self._dispatch(event, previous)
+            self._dispatch(event, previous, key)
         if self._waiters:
             self._wake_waiters()
 
@@ -926,8 +926,8 @@ class WatchCache:
         for watcher in watchers:
             watcher.terminate(reason)
 
-    def _dispatch(self, event: Event, previous: Item | None) -> None:
-        conversions = EventConversions(event, previous)
+    def _dispatch(self, event: Event, previous: Item | None, key: str) -> None:
+        conversions = EventConversions(event, previous, key)
         overflowed: list[Watcher] = []
         # Only the watchers the event's namespace, name, trigger field and label values
         # can concern (all of them while none is filed); each watcher's selector decides.

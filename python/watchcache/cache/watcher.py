@@ -204,9 +204,11 @@ class EventConversions:
 
     __slots__ = ("_made", "event", "key", "new", "old")
 
-    def __init__(self, event: Event, previous: Item | None) -> None:
+    def __init__(self, event: Event, previous: Item | None, key: str | None = None) -> None:
+        """``key``: the event's key when the caller has read it already (it is read from
+        the native item, a new string each time)."""
         self.event = event
-        self.key = event.key
+        self.key = event.key if key is None else key
         self.new: Item | None = None if event.type is _DELETED else event.object
         self.old = previous
         self._made: dict[EventType, WatchEvent] = {}
