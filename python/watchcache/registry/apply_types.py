@@ -69,11 +69,11 @@ types converted alongside them.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Final
 
 from watchcache.registry.custom_resource import compile_schema
 from watchcache.registry.resources import ResourceSpec
+from watchcache.registry.spec_memo import SpecMemo
 from watchcache.registry.structural import META_FIELDS, StructuralSchema
 from watchcache.structured.schema import (
     ASSOCIATIVE,
@@ -452,10 +452,6 @@ def custom_atom(
 
 # -- served resources -------------------------------------------------------------------------
 
-# id(spec) → (the spec, kept alive so its id stays unique; its atom). Newest last.
-_CUSTOM: OrderedDict[int, tuple[ResourceSpec, Atom]] = OrderedDict()
-_CUSTOM_LOCK = threading.Lock()
-
 
 def atom_for(spec: ResourceSpec) -> Atom:
     """The atom of a served resource's objects: the built-in kind's when the spec has no
@@ -466,17 +462,12 @@ def atom_for(spec: ResourceSpec) -> Atom:
         builtin = builtin_atom(spec.api_version, spec.kind)
         if builtin is not None:
             return builtin
-    key = id(spec)
-    with _CUSTOM_LOCK:
-        known = _CUSTOM.get(key)
-        if known is not None and known[0] is spec:
-            _CUSTOM.move_to_end(key)
-            return known[1]
+    return _CUSTOM_ATOMS(spec)
+
+
+def _custom_atom_of(spec: ResourceSpec) -> Atom:
     structural = compile_schema(spec) if spec.openapi_schema is not None else None
-    atom = custom_atom(structural, name=custom_name(spec.group, spec.version, spec.kind))
-    with _CUSTOM_LOCK:
-        _CUSTOM[key] = (spec, atom)
-        _CUSTOM.move_to_end(key)
-        while len(_CUSTOM) > CUSTOM_CACHE_SIZE:
-            _CUSTOM.popitem(last=False)
-    return atom
+    return custom_atom(structural, name=custom_name(spec.group, spec.version, spec.kind))
+
+
+_CUSTOM_ATOMS: Final = SpecMemo(_custom_atom_of, CUSTOM_CACHE_SIZE)

@@ -38,6 +38,7 @@ from watchcache.registry import crd_validation
 from watchcache.registry.crd_defaulting import apply_defaults
 from watchcache.registry.crd_pruning import prune as prune_object
 from watchcache.registry.resources import ResourceSpec
+from watchcache.registry.spec_memo import SpecMemo
 from watchcache.registry.strategy import Strategy
 from watchcache.registry.structural import (
     SchemaDecodeError,
@@ -57,8 +58,18 @@ class InvalidSchemaError(ValueError):
     message lists every violation."""
 
 
+#: How many specs' compiled schemas are kept (one per ResourceSpec object).
+SCHEMA_CACHE_SIZE: Final = 256
+
+
 def compile_schema(spec: ResourceSpec) -> StructuralSchema:
-    """The compiled schema of ``spec`` (which must have one). Raises InvalidSchemaError."""
+    """The compiled schema of ``spec`` (which must have one), compiled once per spec object
+    (the CRD controller's check, the strategy and server-side apply's type all ask).
+    Raises InvalidSchemaError."""
+    return _COMPILED(spec)
+
+
+def _compile(spec: ResourceSpec) -> StructuralSchema:
     assert spec.openapi_schema is not None
     try:
         return StructuralSchema.from_openapi(
@@ -70,6 +81,9 @@ def compile_schema(spec: ResourceSpec) -> StructuralSchema:
         raise InvalidSchemaError(
             f"the schema of {spec.group_resource} {spec.version} is not structural: {error}"
         ) from None
+
+
+_COMPILED: Final = SpecMemo(_compile, SCHEMA_CACHE_SIZE)
 
 
 class CustomResourceStrategy(Strategy):
