@@ -193,17 +193,20 @@ class ApiServer:
         self.max_limit = max_limit
         self.min_request_timeout = min_request_timeout
         self.support = self.support_for(client)
-        #: Served resources, caches and stores by ``ResourceSpec.served_key``: the
-        #: ``group_resource`` for the version objects are stored in, which is all the
-        #: controllers follow (a CRD's other versions are the same objects).
-        self.resources: dict[str, ResourceSpec] = {}
-        self.caches: dict[str, SyncedCache] = {}
-        self.stores: dict[str, ObjectStore] = {}
-        #: What serves clients' reads: the watch cache, or etcd for an uncached resource.
-        self.readers: dict[str, ResourceReader] = {}
-        #: Served resources by URL: (group, version, plural). A request looks its resource
-        #: up once and uses what it found to the end, even if the resource is replaced.
+        #: Served resources by ``ResourceSpec.served_key``: the ``group_resource`` for the
+        #: version objects are stored in, which is all the controllers follow (a CRD's
+        #: other versions are the same objects).
+        self._by_key: dict[str, _Served] = {}
+        #: The same by URL: (group, version, plural). A request looks its resource up once
+        #: and uses what it found to the end, even if the resource is replaced.
         self._by_path: dict[tuple[str, str, str], _Served] = {}
+        #: Read-only views of the served resources by served key, as they are when asked:
+        #: their specs, caches and stores, and what serves clients' reads (the watch cache,
+        #: or etcd for an uncached resource).
+        self.resources: Mapping[str, ResourceSpec] = _ServedParts(self._by_key, _spec_of)
+        self.caches: Mapping[str, SyncedCache] = _ServedParts(self._by_key, _synced_of)
+        self.stores: Mapping[str, ObjectStore] = _ServedParts(self._by_key, _store_of)
+        self.readers: Mapping[str, ResourceReader] = _ServedParts(self._by_key, _reader_of)
         #: Replaced resources whose caches stop once their requests are done.
         self._retiring: dict[asyncio.Task[None], _Served] = {}
         self._serves_namespaces = any(spec.group_resource == "namespaces" for spec in resources)
@@ -251,9 +254,7 @@ class ApiServer:
         name = spec.served_key
         if name in self.resources:
             raise ValueError(f"the resource {name} is served already")
-        served = self._build(spec)
-        self._register(served)
-        self._by_path[_path(spec)] = served
+        self._register(self._build(spec))
 
     def _build(self, spec: ResourceSpec) -> _Served:
         """A resource's store, cache and reader, not yet served (its cache not started)."""
@@ -294,11 +295,8 @@ class ApiServer:
         return _Served(spec, store, synced, reader)
 
     def _register(self, served: _Served) -> None:
-        name = served.spec.served_key
-        self.caches[name] = served.synced
-        self.readers[name] = served.reader
-        self.stores[name] = served.store
-        self.resources[name] = served.spec
+        self._by_key[served.spec.served_key] = served
+        self._by_path[_path(served.spec)] = served
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -331,7 +329,7 @@ class ApiServer:
                 for m in self.storage_monitors
             ),
         ]
-        caches = _LiveCaches(self.caches)
+        caches = _ServedParts(self._by_key, _cache_of)
         stored = _StoredVersions(self.resources)
         controllers: list[NamespaceController | GarbageCollector] = []
         if self._serves_namespaces:
@@ -433,7 +431,6 @@ class ApiServer:
                     controller.resource_removed(spec)
         for served in built:
             self._register(served)
-            self._by_path[_path(served.spec)] = served
             if self._started and served.spec.stored_as_served:
                 for controller in self._controller_objects:
                     controller.resource_added(served.spec)
@@ -461,11 +458,8 @@ class ApiServer:
         await served.synced.stop()
 
     def _unregister(self, name: str) -> _Served:
-        spec = self.resources.pop(name)
-        served = self._by_path.pop(_path(spec))
-        self.stores.pop(name)
-        self.readers.pop(name)
-        self.caches.pop(name)
+        served = self._by_key.pop(name)
+        del self._by_path[_path(served.spec)]
         return served
 
     @property
@@ -1236,21 +1230,47 @@ class _StoredVersions(Mapping[str, ResourceSpec]):
         return sum(1 for spec in self._served.values() if spec.stored_as_served)
 
 
-class _LiveCaches(Mapping[str, WatchCache]):
-    """The watch caches of the served resources, as they are when asked (resources come
-    and go while the controllers run)."""
+_P = TypeVar("_P")
 
-    def __init__(self, synced: Mapping[str, SyncedCache]) -> None:
-        self._synced = synced
 
-    def __getitem__(self, name: str) -> WatchCache:
-        return self._synced[name].cache
+class _ServedParts(Mapping[str, _P]):
+    """One part of every served resource (its spec, cache, store...) by served key, as the
+    resources are when asked: they come and go while the server and its controllers run."""
+
+    __slots__ = ("_part", "_served")
+
+    def __init__(self, served: Mapping[str, _Served], part: Callable[[_Served], _P]) -> None:
+        self._served = served
+        self._part = part
+
+    def __getitem__(self, name: str) -> _P:
+        return self._part(self._served[name])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._synced)
+        return iter(self._served)
 
     def __len__(self) -> int:
-        return len(self._synced)
+        return len(self._served)
+
+
+def _spec_of(served: _Served) -> ResourceSpec:
+    return served.spec
+
+
+def _synced_of(served: _Served) -> SyncedCache:
+    return served.synced
+
+
+def _cache_of(served: _Served) -> WatchCache:
+    return served.synced.cache
+
+
+def _store_of(served: _Served) -> ObjectStore:
+    return served.store
+
+
+def _reader_of(served: _Served) -> ResourceReader:
+    return served.reader
 
 
 _ITEM = ["GET", "PUT", "PATCH", "DELETE"]
