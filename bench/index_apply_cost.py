@@ -4,14 +4,17 @@ with one index costs at most 1.3x the same write without, same-run ratio).
 Two caches of the same pods (the kubelet scenario: ``--n`` pods over ``--nodes`` nodes, each
 item with the selectable fields of a pod), one as a pods cache is made by default (its tree
 indexes ``spec.nodeName``, the trigger field) and one with ``list_indexes=()``, receive the
-same MODIFIED events in alternating rounds (each round both caches, the first of them
+same events in alternating rounds (each round both caches, the first of them
 alternating): events shaped as the reflector makes them (no previous object), drawn in
 untimed batches of 100 right before they are applied (as :func:`cache_scenarios.timed_fed`
 does), timed in CPU time of this process (so that the other tenants of a shared machine,
 which preempt us, do not land in one cache's rounds more than in the other's; they still
-share the caches). Two kinds of event: a status update
-(the pod stays on its node: the index entry is repointed) and a rescheduling (the pod moves
-to a random node: its entry moves between runs). The history window is steady at
+share the caches). Three kinds of event: a status update (the pod stays on its node: the
+index entry is repointed); a rescheduling (the pod moves to a random node: its entry moves
+between runs; Kubernetes never does this, a pod's ``spec.nodeName`` is set once, by its
+binding, so this is the worst case); and pod lifecycles (:data:`LIFECYCLE`: create, bind,
+five updates that keep the node, delete: the writes a pods cache receives, of which only
+the bind moves an entry). The history window is steady at
 ``--window`` events (snapshots below it go with it), so what a write pins is bounded.
 Printed: median µs per event for each cache, the median of the per-round ratios and the
 ratio of each cache's fastest round (on this machine, rounds of the same code differ by 2x
@@ -41,14 +44,14 @@ from workload import PREFIX, make_value, seed_from_env
 NODE_INDEX = ("field", "spec.nodeName")
 
 
-def pod(i: int, node: int, rv: int, value_bytes: int) -> Item:
-    """Pod i (in one of 1,000 namespaces) on node ``node``, with a pod's nine selectable
-    fields."""
+def pod(i: int, node: int | None, rv: int, value_bytes: int) -> Item:
+    """Pod i (in one of 1,000 namespaces) on node ``node`` (None: not scheduled yet), with a
+    pod's nine selectable fields."""
     ns, name = i % 1_000, f"pod-{i:07d}"
     fields = {
         "metadata.name": name,
         "metadata.namespace": f"ns-{ns:05d}",
-        "spec.nodeName": f"node-{node:05d}",
+        "spec.nodeName": "" if node is None else f"node-{node:05d}",
         "spec.restartPolicy": "Always",
         "spec.schedulerName": "default-scheduler",
         "spec.serviceAccountName": "default",
@@ -72,6 +75,41 @@ def updates(
         if moves:
             placement[i] = rng.randrange(nodes)
         yield Event(EventType.MODIFIED, pod(i, placement[i], rv, value_bytes), None, rv)
+
+
+#: A pod's writes from creation to deletion, as its node index sees them: created
+#: unscheduled, bound to a node (the one change of ``spec.nodeName`` Kubernetes allows:
+#: binding refuses a pod that has a node, and an update may not change it), three status
+#: updates on the way to Running, the graceful delete's deletionTimestamp, the kubelet's
+#: last status, the delete.
+LIFECYCLE = ("create", "bind", "status", "status", "status", "terminate", "status", "delete")
+#: Pods going through their lifecycles at once, one step each in turn.
+IN_FLIGHT = 100
+
+
+def lifecycles(
+    first_pod: int, nodes: int, start_rv: int, value_bytes: int, *, seed: int
+) -> Iterator[Event]:
+    """Endless events of new pods (numbered from ``first_pod``) each going through
+    :data:`LIFECYCLE`, :data:`IN_FLIGHT` of them interleaved, from ``start_rv + 1`` on."""
+    rng = random.Random(seed)
+    rvs = itertools.count(start_rv + 1)
+    fresh = itertools.count(first_pod)
+    flight = [(next(fresh), rng.randrange(nodes), 0) for _ in range(IN_FLIGHT)]
+    while True:
+        for slot, (i, node, step) in enumerate(flight):
+            rv = next(rvs)
+            kind = LIFECYCLE[step]
+            if kind == "create":
+                yield Event(EventType.ADDED, pod(i, None, rv, value_bytes), None, rv)
+            elif kind == "delete":
+                yield Event(EventType.DELETED, pod(i, node, rv, value_bytes), None, rv)
+            else:
+                yield Event(EventType.MODIFIED, pod(i, node, rv, value_bytes), None, rv)
+            if step + 1 < len(LIFECYCLE):
+                flight[slot] = (i, node, step + 1)
+            else:
+                flight[slot] = (next(fresh), rng.randrange(nodes), 0)
 
 
 def cpu_us_per_event(events: Iterator[Event], cache: WatchCache, ops: int) -> float:
@@ -107,18 +145,23 @@ def main() -> None:
         f"{args.n:,} pods on {args.nodes:,} nodes, {args.value_bytes} B values, history window "
         f"{args.window:,}; {args.ops:,} events per round, {2 * args.repeats} rounds"
     )
-    for moves in (False, True):
-        streams = {
-            id(cache): updates(
-                list(placement),
-                args.nodes,
-                cache.resource_version,
-                args.value_bytes,
-                moves=moves,
+    labels = {
+        "keeps": "status update (keeps node)",
+        "moves": "rescheduled (moves node)",
+        "lifecycle": "pod lifecycles (8 writes)",
+    }
+    for mode, label in labels.items():
+
+        def stream(cache: WatchCache, mode: str = mode) -> Iterator[Event]:
+            rv = cache.resource_version
+            if mode == "lifecycle":
+                return lifecycles(args.n, args.nodes, rv, args.value_bytes, seed=seed + 1)
+            return updates(
+                list(placement), args.nodes, rv, args.value_bytes, moves=mode == "moves",
                 seed=seed + 1,
-            )
-            for cache in (plain, indexed)
-        }
+            )  # fmt: skip
+
+        streams = {id(cache): stream(cache) for cache in (plain, indexed)}
         for cache in (plain, indexed):  # fill the windows, untimed
             for event in itertools.islice(streams[id(cache)], args.window):
                 cache.apply(event)
@@ -131,10 +174,9 @@ def main() -> None:
             for cache in order:
                 times[id(cache)].append(cpu_us_per_event(streams[id(cache)], cache, args.ops))
             ratios.append(times[id(indexed)][-1] / times[id(plain)][-1])
-        kind = "rescheduled (moves node)" if moves else "status update (keeps node)"
         fastest = min(times[id(indexed)]) / min(times[id(plain)])
         print(
-            f"{kind:28s} no index {statistics.median(times[id(plain)]):6.2f} µs/event   "
+            f"{label:28s} no index {statistics.median(times[id(plain)]):6.2f} µs/event   "
             f"1 index {statistics.median(times[id(indexed)]):6.2f} µs/event   "
             f"ratio {statistics.median(ratios):.2f}x median of rounds, "
             f"{fastest:.2f}x of the fastest rounds (target ≤ 1.30x)"
