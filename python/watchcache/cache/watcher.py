@@ -202,7 +202,7 @@ class EventConversions:
     or MODIFIED, or a DELETED of the previous object re-stamped at the event's rv (it left
     the watcher's selector)."""
 
-    __slots__ = ("_made", "event", "key", "new", "old")
+    __slots__ = ("_added", "_deleted", "_modified", "event", "key", "new", "old")
 
     def __init__(self, event: Event, previous: Item | None, key: str | None = None) -> None:
         """``key``: the event's key when the caller has read it already (it is read from
@@ -211,22 +211,37 @@ class EventConversions:
         self.key = event.key if key is None else key
         self.new: Item | None = None if event.type is _DELETED else event.object
         self.old = previous
-        self._made: dict[EventType, WatchEvent] = {}
+        # Each made when first asked for. Not a dict by EventType: an Enum's hash is a call
+        # of Python code, paid per watcher an event concerns.
+        self._added: WatchEvent | None = None
+        self._modified: WatchEvent | None = None
+        self._deleted: WatchEvent | None = None
 
     def native(self) -> WatchEvent:
         return self.as_type(self.event.type)
 
     def as_type(self, kind: EventType) -> WatchEvent:
-        made = self._made.get(kind)
-        if made is not None:
-            return made
+        """The event as ADDED, MODIFIED or DELETED."""
         event = self.event
-        if kind is _DELETED and event.type is not _DELETED:
-            assert self.old is not None
-            made = WatchEvent.restamped(kind, event.resource_version, self.old)
+        if kind is _MODIFIED:
+            made = self._modified
+            if made is None:
+                made = WatchEvent.of_item(kind, event.resource_version, event.object)
+                self._modified = made
+        elif kind is _ADDED:
+            made = self._added
+            if made is None:
+                made = WatchEvent.of_item(kind, event.resource_version, event.object)
+                self._added = made
         else:
-            made = WatchEvent.of_item(kind, event.resource_version, event.object)
-        self._made[kind] = made
+            made = self._deleted
+            if made is None:
+                if event.type is _DELETED:
+                    made = WatchEvent.of_item(kind, event.resource_version, event.object)
+                else:
+                    assert self.old is not None
+                    made = WatchEvent.restamped(kind, event.resource_version, self.old)
+                self._deleted = made
         return made
 
 
@@ -250,7 +265,19 @@ class Watcher:
         self.options = opts
         self.key_prefix = key_prefix
         self._selector = opts.selector()
-        self._queue: deque[WatchEvent] = deque()
+        # A selector that is one field "=" requirement (a kubelet's spec.nodeName=<node>)
+        # is judged by reading that field, the selector's own rule (absent reads as ""),
+        # through Item.field: the watcher index has just called it on the same objects, so
+        # its code and data are warm, where the selector's first call after an idle spell
+        # costs ~5 us (bench/watch_dispatch.py, paced).
+        self._one_field: tuple[str, str] | None = None
+        fields = opts.field_requirements
+        if not opts.label_requirements and len(fields) == 1 and fields[0].op == "=":
+            self._one_field = (fields[0].key, fields[0].value)
+        # Live events as (the event's conversions, the type this watcher sees it as): the
+        # WatchEvent is made (or taken, when another watcher made it) by this watcher's
+        # task as it sends the event, not by the writer that queues it for every watcher.
+        self._queue: deque[tuple[EventConversions, EventType]] = deque()
         self._limit = cache.watch_buffer
         self._waiter: asyncio.Future[None] | None = None
         self.watcher_id = -1
@@ -362,7 +389,7 @@ class Watcher:
     def check_invariants(self) -> None:
         """A registered watcher is started and open; its queue holds at most the cache's
         ``watch_buffer`` events, in rv order, all above the rv it started from. O(queue)."""
-        queued = [event.resource_version for event in self._queue]
+        queued = [conversions.event.resource_version for conversions, _ in self._queue]
         if not self._started or self._closed:
             raise AssertionError("Watcher invariant broken: a registered watcher is started")
         if len(queued) > self._limit:
@@ -398,7 +425,8 @@ class Watcher:
                         return self._sent(converted)
                 self._backlog = None
             if self._queue:
-                return self._sent(self._queue.popleft())
+                conversions, kind = self._queue.popleft()
+                return self._sent(conversions.as_type(kind))
             if self._terminated is not None:
                 self._closed = True
                 raise WatchTerminatedError(self._terminated, self.last_resource_version)
@@ -482,18 +510,20 @@ class Watcher:
         return None
 
     def _convert(self, event: Event, previous: Item | None) -> WatchEvent | None:
-        return _convert_for(self, EventConversions(event, previous))
+        conversions = EventConversions(event, previous)
+        kind = _seen_as(self, conversions)
+        return None if kind is None else conversions.as_type(kind)
 
     def offer(self, event: Event, conversions: EventConversions) -> bool:
         """Queue the event if it concerns this watcher; False when the buffer is full."""
         if event.resource_version <= self._floor or self._closed:
             return True
-        converted = _convert_for(self, conversions)
-        if converted is None:
+        kind = _seen_as(self, conversions)
+        if kind is None:
             return True
         if len(self._queue) >= self._limit:
             return False
-        self._queue.append(converted)
+        self._queue.append((conversions, kind))
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -508,7 +538,7 @@ class Watcher:
         their rv, and the third was lost.) None of them has been delivered yet: the writer
         applies one revision's events without yielding to the loop."""
         queue = self._queue
-        while queue and queue[-1].resource_version == rv:
+        while queue and queue[-1][0].event.resource_version == rv:
             queue.pop()
         self.terminate(reason)
 
@@ -519,19 +549,25 @@ class Watcher:
         self._wake()
 
 
-def _convert_for(watcher: Watcher, conv: EventConversions) -> WatchEvent | None:
-    """How one event looks to one watcher (docs/semantics.md §5.5): by prefix, then selector
-    on the new and the previous object."""
+def _seen_as(watcher: Watcher, conv: EventConversions) -> EventType | None:
+    """The type one event has for one watcher (docs/semantics.md §5.5), None when it does
+    not concern it: by prefix, then selector on the new and the previous object."""
     if not conv.key.startswith(watcher.key_prefix):
         return None
     selector = watcher._selector
     if selector is None:
-        return conv.native()
+        return conv.event.type
     new, old = conv.new, conv.old
-    new_passes = new is not None and selector.matches_item(new)
-    old_passes = old is not None and selector.matches_item(old)
+    one_field = watcher._one_field
+    if one_field is not None:
+        name, value = one_field
+        new_passes = new is not None and (new.field(name) or "") == value
+        old_passes = old is not None and (old.field(name) or "") == value
+    else:
+        new_passes = new is not None and selector.matches_item(new)
+        old_passes = old is not None and selector.matches_item(old)
     if new_passes:
-        return conv.as_type(_MODIFIED if old_passes else _ADDED)
+        return _MODIFIED if old_passes else _ADDED
     if old_passes:
-        return conv.as_type(_DELETED)
+        return _DELETED
     return None
