@@ -108,13 +108,12 @@ class WatchEvent:
     (for BOOKMARK the bookmark object, for ERROR the Status); ``item`` the native object
     (None for BOOKMARK and ERROR).
 
-    Built from an item (:meth:`of_item`, :meth:`restamped`), the JSON is read out of the
-    item when it is first asked for and kept: the cache builds an event's WatchEvents while
-    it applies the event, for every watcher at once, and copying the object (or, for a
-    DELETED of an object that left a watcher's selector, re-stamping it at the event's rv:
-    a parse and a serialization) there would make the writer pay what each watcher's own
-    task pays when it sends the event. A WatchEvent is shared by the watchers that receive
-    it, so the copy is still made once."""
+    Built from an item (``object`` None, :meth:`of_item`, :meth:`restamped`), the JSON is
+    read out of the item when it is first asked for, and kept: the watchers that receive
+    one event share its WatchEvents (:class:`EventConversions`), and the first to send it
+    makes the copy (or, for a DELETED of an object that left a watcher's selector, the
+    re-stamp at the event's rv: a parse and a serialization) in its own task, never the
+    cache's writer while it dispatches."""
 
     __slots__ = ("_item", "_object", "_restamp", "initial_events_end", "resource_version", "type")
 
@@ -122,7 +121,7 @@ class WatchEvent:
         self,
         type: EventType,
         resource_version: int,
-        object: bytes,
+        object: bytes | None,
         item: Item | None = None,
         initial_events_end: bool = False,
     ) -> None:
@@ -137,14 +136,7 @@ class WatchEvent:
     @classmethod
     def of_item(cls, type: EventType, resource_version: int, item: Item) -> WatchEvent:
         """``item`` as it is stored; its JSON is read on first use."""
-        event = cls.__new__(cls)
-        event.type = type
-        event.resource_version = resource_version
-        event._object = None
-        event._item = item
-        event._restamp = None
-        event.initial_events_end = False
-        return event
+        return cls(type, resource_version, None, item)
 
     @classmethod
     def restamped(cls, type: EventType, resource_version: int, previous: Item) -> WatchEvent:
