@@ -21,7 +21,16 @@
 //                               and count_index of one node, ns
 //
 // Usage: index_bench [--n 150000] [--nodes 5000] [--mem-n 1000000] [--value 1024] [--reps 5]
+//                    [--probe keeps|moves --tree plain|indexed]
 // Env: WATCHCACHE_SEED. Built by `make bench-native` (which runs every cpp/bench/*_bench).
+//
+// --probe runs only the write step of one kind on one of the two trees, for valgrind: the
+// memory and LIST rows are skipped, and only the measured steps are counted, the simulated
+// caches running from the windows' filling on (as write_probe.cpp explains). What the index
+// adds to a write, in instructions and last-level misses, is the indexed tree's count minus
+// the plain one's, per step:
+//   valgrind --tool=callgrind --instr-atstart=no --collect-atstart=no --cache-sim=yes
+//       --LL=2097152,16,64 build/bench/index_bench --probe keeps --tree indexed   (one line)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +40,14 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
 
 #include "bench_common.hpp"
 #include "engine.hpp"
@@ -127,6 +144,7 @@ struct Subject {
 int main(int argc, char** argv) {
   std::size_t n = 150'000, nodes = 5'000, mem_n = 1'000'000, value_bytes = 1024;
   int reps = 5;
+  std::string probe, probe_tree = "indexed";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::size_t {
@@ -143,10 +161,21 @@ int main(int argc, char** argv) {
       value_bytes = next();
     else if (a == "--reps")
       reps = static_cast<int>(next());
+    else if (a == "--probe" && i + 1 < argc)
+      probe = argv[++i];
+    else if (a == "--tree" && i + 1 < argc)
+      probe_tree = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--n N] [--nodes K] [--mem-n M] [--value BYTES] [--reps R]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--n N] [--nodes K] [--mem-n M] [--value BYTES] [--reps R] "
+                   "[--probe keeps|moves --tree plain|indexed]\n",
+                   argv[0]);
       return 2;
     }
+  }
+  if (!probe.empty() && ((probe != "keeps" && probe != "moves") || (probe_tree != "plain" && probe_tree != "indexed"))) {
+    std::fprintf(stderr, "--probe is keeps or moves, --tree plain or indexed\n");
+    return 2;
   }
   if (n < 2000 || nodes == 0 || nodes > n || reps < 1) {
     std::fprintf(stderr, "need --n >= 2000, 0 < --nodes <= --n, --reps >= 1\n");
@@ -159,7 +188,7 @@ int main(int argc, char** argv) {
   Rng rng(seed * 7 + 3);
 
   // Memory, first, while the node pool holds no free nodes that would hide new ones.
-  {
+  if (probe.empty()) {
     std::fprintf(stderr, "memory: %zu pods ...\n", mem_n);
     const Pods pods = make_pods(mem_n, std::max<std::size_t>(1, mem_n / 30), 100, seed + 11);
     Tree t;
@@ -172,7 +201,7 @@ int main(int argc, char** argv) {
     rows.push_back({"memory: RSS per entry, bulk-built index (" + size_tag(mem_n) + " pods)",
                     static_cast<double>(rss1 - rss0) / static_cast<double>(mem_n), "B", 48});
   }
-  {
+  if (probe.empty()) {
     const Pods pods = make_pods(n, nodes, 100, seed + 12);
     std::vector<std::size_t> order(n);
     for (std::size_t i = 0; i < n; ++i) order[i] = i;
@@ -228,6 +257,25 @@ int main(int argc, char** argv) {
         updates.size(), kBatch, [&](std::size_t b, std::size_t e) { prepare(s, updates, b, e); },
         [&](std::size_t i) { step(s, i); });
   };
+  if (!probe.empty()) {
+    Subject& s = probe_tree == "plain" ? plain : indexed;
+    const bool moves = probe == "moves";
+    CALLGRIND_START_INSTRUMENTATION;
+    timed_batches(s, draw_updates(kWindow, moves));  // fill the window, warm the simulated caches
+    const auto updates = draw_updates(kPerRound, moves);
+    for (std::size_t b = 0; b < updates.size(); b += kBatch) {
+      const std::size_t e = std::min(updates.size(), b + kBatch);
+      prepare(s, updates, b, e);
+      CALLGRIND_TOGGLE_COLLECT;
+      for (std::size_t i = b; i < e; ++i) step(s, i);
+      CALLGRIND_TOGGLE_COLLECT;
+    }
+    CALLGRIND_STOP_INSTRUMENTATION;
+    s.tree->check_invariants();
+    keep(acc);
+    std::printf("probe %s on the %s tree: %zu steps counted\n", probe.c_str(), probe_tree.c_str(), updates.size());
+    return 0;
+  }
   for (Subject* s : {&plain, &indexed}) timed_batches(*s, draw_updates(kWindow, false));  // fill the windows
 
   for (const bool moves : {false, true}) {
