@@ -194,7 +194,7 @@ class EventConversions:
     or MODIFIED, or a DELETED of the previous object re-stamped at the event's rv (it left
     the watcher's selector)."""
 
-    __slots__ = ("_added", "_deleted", "_modified", "event", "key", "new", "old")
+    __slots__ = ("_made", "event", "key", "new", "old")
 
     def __init__(self, event: Event, previous: Item | None, key: str | None = None) -> None:
         """``key``: the event's key when the caller has read it already (it is read from
@@ -203,37 +203,22 @@ class EventConversions:
         self.key = event.key if key is None else key
         self.new: Item | None = None if event.type is _DELETED else event.object
         self.old = previous
-        # Each made when first asked for. Not a dict by EventType: an Enum's hash is a call
-        # of Python code, paid per watcher an event concerns.
-        self._added: WatchEvent | None = None
-        self._modified: WatchEvent | None = None
-        self._deleted: WatchEvent | None = None
+        self._made: dict[EventType, WatchEvent] = {}
 
     def native(self) -> WatchEvent:
         return self.as_type(self.event.type)
 
     def as_type(self, kind: EventType) -> WatchEvent:
-        """The event as ADDED, MODIFIED or DELETED."""
-        event = self.event
-        if kind is _MODIFIED:
-            made = self._modified
-            if made is None:
+        """The event as ADDED, MODIFIED or DELETED, made on the first ask."""
+        made = self._made.get(kind)
+        if made is None:
+            event = self.event
+            if kind is _DELETED and event.type is not _DELETED:
+                assert self.old is not None
+                made = WatchEvent.restamped(kind, event.resource_version, self.old)
+            else:
                 made = WatchEvent.of_item(kind, event.resource_version, event.object)
-                self._modified = made
-        elif kind is _ADDED:
-            made = self._added
-            if made is None:
-                made = WatchEvent.of_item(kind, event.resource_version, event.object)
-                self._added = made
-        else:
-            made = self._deleted
-            if made is None:
-                if event.type is _DELETED:
-                    made = WatchEvent.of_item(kind, event.resource_version, event.object)
-                else:
-                    assert self.old is not None
-                    made = WatchEvent.restamped(kind, event.resource_version, self.old)
-                self._deleted = made
+            self._made[kind] = made
         return made
 
 
