@@ -967,9 +967,9 @@ class ApiServer:
 
     async def _namespace_phase(self, namespace: str) -> NamespacePhase | None:
         """The namespace's phase as the cache has it (None: no such namespace)."""
-        cache = self.caches["namespaces"].cache
+        served = self._by_key["namespaces"]
         try:
-            item = await cache.get(self.resources["namespaces"].key("", namespace), "")
+            item = await served.synced.cache.get(served.spec.key("", namespace), "")
         except NotFoundError:
             return None
         obj = json.loads(item.value)
