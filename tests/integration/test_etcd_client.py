@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -18,6 +16,7 @@ from collections.abc import Iterator
 import grpc
 import grpc.aio
 import pytest
+from freezing import frozen
 
 from watchcache.etcd.client import (
     MAX_TXN_OPS,
@@ -490,8 +489,7 @@ async def test_a_frozen_preferred_member_costs_one_deadline_then_calls_go_elsewh
         await client.range(b"/frozen", serializable=True)  # the channel is open and ready
         victim = next(m for m in etcd_cluster.members if m.endpoint == follower)
         assert victim.pid is not None
-        os.kill(victim.pid, signal.SIGSTOP)
-        try:
+        with frozen(victim.pid):
             # The frozen member accepts the call and never answers: this one call waits out
             # its deadline there, as it would against any silent server. It usually fails;
             # if the attempt on the frozen member ends a hair before the call's deadline, the
@@ -507,5 +505,3 @@ async def test_a_frozen_preferred_member_costs_one_deadline_then_calls_go_elsewh
             for _ in range(3):
                 kv = await client.get(b"/frozen", timeout=5.0)
                 assert kv is not None and kv.value == b"v"
-        finally:
-            os.kill(victim.pid, signal.SIGCONT)

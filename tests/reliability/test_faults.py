@@ -33,13 +33,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
-import signal
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from freezing import frozen as frozen_process
 from watch_validator import (
     BOOKMARK,
     DELETED,
@@ -392,11 +391,8 @@ def watched_member(run: Run, cluster: EtcdCluster) -> EtcdMember:
 def frozen(member: EtcdMember) -> Iterator[None]:
     """SIGSTOP ``member`` for the block; SIGCONT whatever happens in it."""
     assert member.pid is not None
-    os.kill(member.pid, signal.SIGSTOP)
-    try:
+    with frozen_process(member.pid):
         yield
-    finally:
-        os.kill(member.pid, signal.SIGCONT)
 
 
 async def write_sentinel(client: EtcdClient) -> int:
