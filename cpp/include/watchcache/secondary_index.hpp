@@ -85,9 +85,10 @@
 // per write step, indexed minus plain): a repoint +2.7 k instructions, +23 last-level read
 // misses and +41 write misses (the copies land in nodes freed a window of versions ago: ~2.6
 // KB, 41 lines); a move +6.6 k, +53 and +68 (two paths, and items read to place the entry by
-// key). Writing fewer lines per repoint (e.g. recording it in the leaf without copying the
-// path) is what would bring the ratio down; the instructions are not. A LIST of one
-// node's 30 pods takes 5 us against 19 ms for the full scan; count_index of a node ~1 us.
+// key). Not copying the path on a repoint did not lower the ratio (rejected (7) below), so
+// on that machine the time is not in the copies' write misses.
+// A LIST of one node's 30 pods takes 5 us against 19 ms for the full scan; count_index of a
+// node ~1 us.
 // Snapshot: O(indexes) and one small allocation per version that wrote. scan_index: O(v log
 // n + c log v), against scan()'s O(range); count_index: O(v log n).
 //
@@ -103,7 +104,14 @@
 // items; values are only ever compared for equality, which a hash answers. (5) Index roots
 // inline in every snapshot: grows the snapshots of trees without indexes. (6) Keeping only
 // the newest version indexed (as Kubernetes does): pages and Exact reads would fall back to
-// scans exactly when they are old.
+// scans exactly when they are old. (7) A repoint log in each leaf (four records "from
+// version v, slot i is item X", read at the snapshot's version, folded into the copy when
+// the leaf is copied; 50 entries per leaf instead of 56): 80% of repoints then copied
+// nothing, and per keeps-node write the index added 1.65 k instructions and 1 last-level
+// write miss instead of 2.7 k and 41 (callgrind, as above). But the time did not follow:
+// index_bench's keeps ratio 1.46x against 1.47x, and over pod lifecycles
+// bench/index_apply_cost.py gave 1.65-1.70x against 1.52-1.59x (three runs each, same
+// machine, same hour; likely cost: each search checked the log on every entry it read).
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //
