@@ -1,7 +1,8 @@
 """apiserver/streaming.py at the ASGI boundary: which requests accept gzip (kube's
 ContentEncodingSupported), how a body is framed (whole with a Content-Length up to the
-threshold, else in pieces), what is compressed, and that a client gone mid-body stops the
-rendering of further pieces. Over real HTTP: tests/integration/test_streamed_lists.py."""
+threshold, else in pieces), what is compressed, that a client gone mid-body stops the
+rendering of further pieces, and that a stream gives way to requests waiting for their
+first byte. Over real HTTP: tests/integration/test_streamed_lists.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from watchcache.apiserver import first_bytes
 from watchcache.apiserver.streaming import (
     GZIP_THRESHOLD_BYTES,
     WholeBody,
@@ -148,3 +150,27 @@ async def test_a_client_gone_mid_body_stops_the_rendering(compress: bool) -> Non
     await asyncio.wait_for(answer(pieces, client, gzip=compress), 30)
     assert pieces.rendered < 10, "no piece rendered long after the client left"
     assert client.more == [True] * len(client.more), "the body was never ended"
+
+
+@pytest.mark.parametrize("compress", [False, True])
+async def test_a_stream_renders_no_piece_while_a_request_waits_for_its_first_byte(
+    compress: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(first_bytes, "MAX_PAUSE_SECONDS", 60.0)  # no pause runs out here
+    gate = first_bytes.first_bytes_gate()
+    pieces = Pieces([os.urandom(100_000) for _ in range(20)])
+    client = Client()
+    streaming = asyncio.ensure_future(answer(pieces, client, gzip=compress))
+    while not client.bodies:
+        await asyncio.sleep(0)
+    assert gate.streams == 1
+    gate.arrived()
+    await asyncio.sleep(0.05)
+    paused_at = pieces.rendered
+    await asyncio.sleep(0.05)
+    assert pieces.rendered == paused_at, "a piece was rendered while a request waited"
+    assert not pieces.done
+    gate.answered()
+    await asyncio.wait_for(streaming, 30)
+    assert pieces.rendered == 20
+    assert gate.streams == 0

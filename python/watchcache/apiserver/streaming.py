@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from watchcache.apiserver.first_bytes import FirstBytesGate, first_bytes_gate
 from watchcache.cache.backing_store import BodyChunks
 
 #: kube's defaultGzipThresholdBytes: a body larger than this is compressed when the client
@@ -120,17 +121,23 @@ async def send_body(
     await send({"type": "http.response.start", "status": status, "headers": start})
     del first
     gone = asyncio.ensure_future(_disconnected(receive))
+    gate = first_bytes_gate()
     try:
-        if compress:
-            await _send_compressed(send, buffered, chunks, gone)
-        else:
-            await _send_plain(send, buffered, chunks, gone)
+        with gate.streaming():
+            if compress:
+                await _send_compressed(send, buffered, chunks, gone, gate)
+            else:
+                await _send_plain(send, buffered, chunks, gone, gate)
     finally:
         gone.cancel()
 
 
 async def _send_plain(
-    send: Send, buffered: list[bytes], chunks: BodyChunks, gone: asyncio.Future[None]
+    send: Send,
+    buffered: list[bytes],
+    chunks: BodyChunks,
+    gone: asyncio.Future[None],
+    gate: FirstBytesGate,
 ) -> None:
     while buffered:
         await send({"type": "http.response.body", "body": buffered.pop(0), "more_body": True})
@@ -141,12 +148,14 @@ async def _send_plain(
         # 8-LIST burst's first byte came sooner (p50 9.8 against 16.1 ms) but each LIST cost
         # twice the CPU (225 against 106 ms: the hand-offs and the GIL going back and forth)
         # and the burst ran at 3.7 LISTs/s against 6.8 (bench/list_memory.py --full, one run
-        # each, the same day). Letting one stream render per turn of the loop (a semaphore)
-        # changed nothing: first byte p50 13.9 against 13.6 ms, a GET meanwhile 14.0 against
-        # 14.5 ms (bench/list_memory.py --full --base, one run). Gzipped, with the clients
-        # reading 19x fewer bytes, the GET waited 6 ms: the wait is mostly for the two
-        # cores, which the 8 client processes share, not for the loop.
-        await asyncio.sleep(0)
+        # each, the same day). What the burst's first bytes waited for was the loop's turns,
+        # each several ms long with 8 streams: a consistent LIST needs a few (etcd's current
+        # revision, the cache catching up), and the clients' share of the cores was not it
+        # (at nice 10 they saw 8.8 ms against 9-10). Streams giving way to requests that wait
+        # for their first byte (first_bytes.py) took the burst's first byte p50 from 9-10 to
+        # 5.6-6.1 ms and a GET meanwhile from 10-11 to 3.6-3.7 ms, at the same LISTs/s
+        # (bench/list_memory.py --full, 2026-11-27).
+        await gate.give_way()
         if gone.done():
             return
         await send({"type": "http.response.body", "body": next(chunks), "more_body": True})
@@ -154,7 +163,11 @@ async def _send_plain(
 
 
 async def _send_compressed(
-    send: Send, buffered: list[bytes], chunks: BodyChunks, gone: asyncio.Future[None]
+    send: Send,
+    buffered: list[bytes],
+    chunks: BodyChunks,
+    gone: asyncio.Future[None],
+    gate: FirstBytesGate,
 ) -> None:
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
     loop = asyncio.get_running_loop()
@@ -175,6 +188,7 @@ async def _send_compressed(
             return
         if chunks.done:
             break
+        await gate.give_way()
         data = await loop.run_in_executor(None, compress_next)
     await send({"type": "http.response.body", "body": compressor.flush(), "more_body": False})
 
