@@ -612,40 +612,40 @@ async def test_slowloris_clients_are_cut_off_while_others_are_served(
 
 
 async def test_every_request_stops_waiting_for_its_first_byte(guarded: RunningApiServer) -> None:
-    """While a LIST streams, each request waits for its first byte (first_bytes.py) from its
-    head to its first response message, however it ends: answered, refused, or abandoned by
-    its client; a watch stops waiting when its stream starts, not when it ends. A wait left
-    behind would slow every streamed LIST from then on."""
+    """Each request is on the first-bytes gate's record (first_bytes.py) from its head to
+    the end of its response, and waits while its response has not started, however it
+    ends: answered, refused, or abandoned by its client; a watch stops waiting when its
+    stream starts, not when it ends. A request left waiting would slow every streamed LIST
+    from then on, one left on the record would hold its memory."""
     gate = first_bytes_gate()
     port = port_of(guarded.url)
 
-    async def none_waiting() -> bool:
-        return gate.waiting == 0
+    async def none_recorded() -> bool:
+        return gate.recorded == 0
 
     async def one_waiting() -> bool:
         return gate.waiting == 1
 
-    with gate.streaming():  # as a LIST body in flight (the server runs in this loop)
-        assert (await exchange(port, raw_request("GET", NS.encode()))).status == 200
-        assert (await exchange(port, raw_request("GET", NS.encode() + b"/missing"))).status == 404
-        assert (await exchange(port, raw_request("POST", NS.encode(), b"\xff{"))).status == 400
-        await until(none_waiting, "the answered requests' waits to end", PATIENCE)
-        # A client that sends a head and goes away before its body.
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        head = raw_request("POST", NS.encode(), b"x" * 100)
-        writer.write(head[: head.index(b"\r\n\r\n") + 4] + b'{"meta')
-        await writer.drain()
-        await until(one_waiting, "the request to wait", PATIENCE)
-        await close_quietly(writer)
-        await until(none_waiting, "the abandoned request's wait to end", PATIENCE)
+    assert (await exchange(port, raw_request("GET", NS.encode()))).status == 200
+    assert (await exchange(port, raw_request("GET", NS.encode() + b"/missing"))).status == 404
+    assert (await exchange(port, raw_request("POST", NS.encode(), b"\xff{"))).status == 400
+    await until(none_recorded, "the answered requests to leave the record", PATIENCE)
+    # A client that sends a head and goes away before its body.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = raw_request("POST", NS.encode(), b"x" * 100)
+    writer.write(head[: head.index(b"\r\n\r\n") + 4] + b'{"meta')
+    await writer.drain()
+    await until(one_waiting, "the request to wait", PATIENCE)
+    await close_quietly(writer)
+    await until(none_recorded, "the abandoned request to leave the record", PATIENCE)
 
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            writer.write(raw_request("GET", NS.encode() + b"?watch=1&timeoutSeconds=30"))
-            await writer.drain()
-            await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
-            # Its head was sent after its wait had ended.
-            assert gate.waiting == 0
-        finally:
-            await close_quietly(writer)
-    await until(none_waiting, "every wait to end", PATIENCE)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(raw_request("GET", NS.encode() + b"?watch=1&timeoutSeconds=30"))
+        await writer.drain()
+        await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE)
+        # The server runs in this loop: its head was sent, so it no longer waits.
+        assert gate.waiting == 0 and gate.recorded == 1
+    finally:
+        await close_quietly(writer)
+    await until(none_recorded, "every request to leave the record", PATIENCE)

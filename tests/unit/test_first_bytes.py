@@ -1,12 +1,20 @@
 """The first-bytes gate (apiserver/first_bytes.py): streams give way to requests waiting
-for their first byte, all of them, and never for long. That every wait the HTTP protocol
-counts ends, once: tests/reliability/test_http_edge.py."""
+for their first byte, all of them, and never for long. That the HTTP protocol keeps every
+request on the record exactly until its response ends: tests/reliability/test_http_edge.py."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from watchcache.apiserver.first_bytes import MAX_PAUSE_SECONDS, FirstBytesGate, first_bytes_gate
+
+
+@dataclass
+class Request:
+    response_started: bool = False
+    response_complete: bool = False
+    disconnected: bool = False
 
 
 async def turns(n: int) -> None:
@@ -16,37 +24,44 @@ async def turns(n: int) -> None:
 
 async def test_with_no_request_waiting_a_stream_goes_on_after_one_turn() -> None:
     gate = FirstBytesGate()
+    answering = Request(response_started=True)  # a stream, or a watch: answering already
+    gate.arrived(answering)
     step = asyncio.ensure_future(gate.give_way())
     await turns(2)
     assert step.done()
+    assert gate.waiting == 0
 
 
-async def test_a_stream_waits_until_the_waiting_request_has_answered() -> None:
+async def test_streams_wait_until_the_waiting_request_starts_its_response() -> None:
     gate = FirstBytesGate()
-    gate.arrived()
+    request = Request()
+    gate.arrived(request)
+    assert gate.waiting == 1
     steps = [asyncio.ensure_future(gate.give_way()) for _ in range(3)]
     await turns(5)
     assert not any(step.done() for step in steps)
-    gate.answered()
+    request.response_started = True
     await asyncio.wait_for(asyncio.gather(*steps), 5)
     assert gate.waiting == 0
 
 
-async def test_every_waiting_request_must_answer_before_streams_go_on() -> None:
+async def test_every_waiting_request_must_start_answering_or_go_before_streams_go_on() -> None:
     gate = FirstBytesGate()
-    gate.arrived()
-    gate.arrived()
+    first, second, third = Request(), Request(), Request()
+    for request in (first, second, third):
+        gate.arrived(request)
     step = asyncio.ensure_future(gate.give_way())
-    gate.answered()
+    first.response_started = True
+    second.disconnected = True
     await turns(5)
     assert not step.done()
-    gate.answered()
+    gate.left(third)
     await asyncio.wait_for(step, 5)
 
 
 async def test_a_request_that_never_answers_only_slows_streams_down() -> None:
     gate = FirstBytesGate()
-    gate.arrived()
+    gate.arrived(Request())
     loop = asyncio.get_running_loop()
     started = loop.time()
     for _ in range(3):
@@ -55,16 +70,16 @@ async def test_a_request_that_never_answers_only_slows_streams_down() -> None:
     assert gate.waiting == 1
 
 
-async def test_a_stream_cancelled_while_it_gives_way_leaves_the_others_paused() -> None:
+async def test_a_request_leaves_the_record_once_and_only_itself() -> None:
     gate = FirstBytesGate()
-    gate.arrived()
-    gone, staying = (asyncio.ensure_future(gate.give_way()) for _ in range(2))
-    await turns(2)
-    gone.cancel()
-    await turns(2)
-    assert not staying.done()
-    gate.answered()
-    await asyncio.wait_for(staying, 5)
+    a, b = Request(), Request()
+    gate.arrived(a)
+    gate.arrived(b)
+    gate.left(a)
+    gate.left(a)
+    assert gate.waiting == 1
+    gate.left(b)
+    assert gate.waiting == 0
 
 
 async def test_each_event_loop_has_its_own_gate() -> None:

@@ -8,16 +8,18 @@ catch up — waits that many long turns: in bench/list_memory.py's burst (8 full
 150,000 pods), a consistent LIST took 2.6 ms to its first byte alone and ~9 ms in the
 burst, a LIST at ``resourceVersion=0`` (no etcd call) ~5 ms.
 
-So the streams give way: while a stream is in flight, a request is *waiting* from the
-moment its head is complete (the HTTP protocol, http.py) until it sends its first response
-message, and a stream about to render its next piece first waits while any request is, for
-at most :data:`MAX_PAUSE_SECONDS` per piece, so that a request that takes long to answer
-(etcd slow, a large read from etcd) slows the streams down instead of stopping them.
-kube-apiserver reaches for the same end with API Priority and Fairness; this is much less:
-only the bulk of LIST bodies yields, only to requests that have not started answering.
-With no stream in flight nothing is counted: counting every request cost a GET at
-``resourceVersion=0`` 0.201 M instructions against 0.186 M (``python bench/read_path.py
---callgrind --base <rev>``), so requests pay it only when streams are there to give way.
+So the streams give way: a request is *waiting* from the moment its head is complete (the
+HTTP protocol, http.py, records it) until its response starts, and a stream about to render
+its next piece first waits while any request is, for at most :data:`MAX_PAUSE_SECONDS` per
+piece, so that a request that takes long to answer (etcd slow, a large read from etcd)
+slows the streams down instead of stopping them. kube-apiserver reaches for the same end
+with API Priority and Fairness; this is much less: only the bulk of LIST bodies yields, only
+to requests that have not started answering. A request costs the protocol a dict insert and
+a removal (a GET at ``resourceVersion=0`` 0.190 M instructions against 0.188 M, ``python
+bench/read_path.py --callgrind --base <rev>``); the streams read the records (uvicorn's
+request cycles: whether the response has started) and look again every
+:data:`LOOK_AGAIN_SECONDS` while they wait, since nothing tells when a response starts.
+Wrapping each request's send to be told instead cost that GET 0.201 M against 0.186 M.
 
 One gate per event loop (a server runs on one; tests run several, each on its own).
 """
@@ -25,62 +27,63 @@ One gate per event loop (a server runs on one; tests run several, each on its ow
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import weakref
-from collections.abc import Iterator
-from typing import Final
+from typing import Final, Protocol
 
 #: The longest a stream waits before each piece while requests wait for their first byte.
 MAX_PAUSE_SECONDS: Final = 0.005
+#: How often a waiting stream looks whether the requests it waits for have answered.
+LOOK_AGAIN_SECONDS: Final = 0.0005
+
+
+class Answering(Protocol):
+    """What the gate reads of a request: uvicorn's RequestResponseCycle."""
+
+    response_started: bool
+    response_complete: bool
+    disconnected: bool
+
+
+def _waits(request: Answering) -> bool:
+    return not (request.response_started or request.response_complete or request.disconnected)
 
 
 class FirstBytesGate:
-    """The streams of one event loop in flight (:meth:`streaming`), how many of its requests
-    wait for their first byte (the HTTP protocol counts them while ``streams`` is not 0:
-    :meth:`arrived`, :meth:`answered`, once each per request), and the streams' way to give
-    way to them (:meth:`give_way`)."""
+    """The requests of one event loop from their complete head to the end of their response
+    (the HTTP protocol records them: :meth:`arrived`, :meth:`left`), and the streams' way to
+    give way to those that wait for their first byte (:meth:`give_way`)."""
 
-    __slots__ = ("_paused", "streams", "waiting")
+    __slots__ = ("_requests",)
 
     def __init__(self) -> None:
-        self.streams = 0
-        self.waiting = 0
-        self._paused: list[asyncio.Future[None]] = []
+        self._requests: dict[int, Answering] = {}
 
-    @contextlib.contextmanager
-    def streaming(self) -> Iterator[None]:
-        """Around a stream's pieces."""
-        self.streams += 1
-        try:
-            yield
-        finally:
-            self.streams -= 1
+    def arrived(self, request: Answering) -> None:
+        self._requests[id(request)] = request
 
-    def arrived(self) -> None:
-        self.waiting += 1
+    def left(self, request: Answering) -> None:
+        self._requests.pop(id(request), None)
 
-    def answered(self) -> None:
-        self.waiting -= 1
-        if not self.waiting and self._paused:
-            paused, self._paused = self._paused, []
-            for stream in paused:
-                if not stream.done():
-                    stream.set_result(None)
+    @property
+    def recorded(self) -> int:
+        return len(self._requests)
+
+    @property
+    def waiting(self) -> int:
+        """Requests whose response has not started."""
+        return sum(map(_waits, self._requests.values()))
 
     async def give_way(self) -> None:
         """A stream's step between two pieces: lets every other task run once, and while
         requests wait for their first byte, waits until none does (at most
         :data:`MAX_PAUSE_SECONDS`)."""
+        await asyncio.sleep(0)
         if not self.waiting:
-            await asyncio.sleep(0)
             return
-        resumed = asyncio.get_running_loop().create_future()
-        self._paused.append(resumed)
-        try:
-            async with asyncio.timeout(MAX_PAUSE_SECONDS):
-                await resumed
-        except TimeoutError:
-            pass
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + MAX_PAUSE_SECONDS
+        while self.waiting and loop.time() < deadline:
+            await asyncio.sleep(LOOK_AGAIN_SECONDS)
 
 
 _GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FirstBytesGate] = (

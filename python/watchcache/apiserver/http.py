@@ -4,15 +4,14 @@ uvicorn's HTTP protocol has no deadline for a request's head and no cap on its s
 client could hold a connection forever by sending headers one byte at a time (slowloris)
 or make the server buffer an endless header. :func:`uvicorn_config` serves with
 :class:`GuardedHttpProtocol`, which adds the limits Kubernetes' Go server has (see there).
-The protocol also tells the event loop's first-bytes gate (first_bytes.py) when a request
-starts waiting for its answer and when its first byte goes.
+The protocol also puts each request on the record of the event loop's first-bytes gate
+(first_bytes.py) until its response ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -62,10 +61,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     handlers enforce (``admission.MAX_BODY_BYTES``), and time by the deadlines. The hooks
     overridden are uvicorn's parser callbacks; everything else is uvicorn's.
 
-    While a LIST body streams, a request whose handler starts at once (not one pipelined
-    behind a response still going) waits for its first byte, for the first-bytes gate, from
-    its complete head to its first response message, or to the end of its response or
-    connection if none came.
+    A request whose handler starts at once (not one pipelined behind a response still going)
+    is on the first-bytes gate's record from its complete head to the end of its response or
+    connection; the gate reads from the request whether its response has started.
     """
 
     head_timeout: float = HEAD_TIMEOUT_SECONDS
@@ -79,8 +77,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._lingering = False
         self._first_bytes = first_bytes_gate(self.loop)
-        self._waiting = False
-        self._answering: RequestResponseCycle | None = None
+        self._on_record: RequestResponseCycle | None = None
 
     def _arm(self, seconds: float, expired: Callable[[], None]) -> None:
         self._disarm()
@@ -102,8 +99,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        self._answered()
-        self._unwrap_send()
+        self._off_record()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -132,44 +128,22 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         cycle = self.cycle
         started = cycle is not None and cycle is not previous
         at_once = previous is None or previous.response_complete
-        if started and at_once and self._first_bytes.streams:
-            self._wait_for_first_byte(cycle)
+        if started and at_once:
+            self._off_record()
+            self._first_bytes.arrived(cycle)
+            self._on_record = cycle
 
-    def _wait_for_first_byte(self, cycle: RequestResponseCycle) -> None:
-        self._answered()
-        self._unwrap_send()
-        self._first_bytes.arrived()
-        self._waiting = True
-        # The handler's task, created but not run yet, reads cycle.send when it starts. A
-        # partial of a plain function: no coroutine of its own around every send.
-        cycle.send = functools.partial(self._send_answering, cycle.send)  # type: ignore[method-assign]
-        self._answering = cycle
-
-    def _send_answering(
-        self, send: Callable[[Any], Coroutine[Any, Any, None]], message: Any
-    ) -> Coroutine[Any, Any, None]:
-        self._answered()
-        return send(message)
-
-    def _answered(self) -> None:
-        if self._waiting:
-            self._waiting = False
-            self._first_bytes.answered()
-
-    def _unwrap_send(self) -> None:
-        """The cycle's own send again, once its response is over: the wrapper refers to the
-        cycle, and left in place the pair would wait for the garbage collector."""
-        if self._answering is not None:
-            vars(self._answering).pop("send", None)
-            self._answering = None
+    def _off_record(self) -> None:
+        if self._on_record is not None:
+            self._first_bytes.left(self._on_record)
+            self._on_record = None
 
     def on_message_complete(self) -> None:
         self._disarm()
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        self._answered()
-        self._unwrap_send()
+        self._off_record()
         cycle = self.cycle
         unread_body = cycle is not None and cycle.response_complete and cycle.more_body
         super().on_response_complete()

