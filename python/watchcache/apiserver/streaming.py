@@ -150,10 +150,10 @@ async def _send_plain(
         # each, the same day). What the burst's first bytes waited for was the loop's turns,
         # each several ms long with 8 streams: a consistent LIST needs a few (etcd's current
         # revision, the cache catching up), and the clients' share of the cores was not it
-        # (at nice 10 they saw 8.8 ms against 9-10). Streams giving way to requests that wait
-        # for their first byte (first_bytes.py) took the burst's first byte p50 from 9-10 to
-        # 5.5-6.2 ms and a GET meanwhile from 10-11 to 2.6-3.7 ms, at the same LISTs/s or
-        # more (bench/list_memory.py --full, 2026-11-27).
+        # (at nice 10 they saw 8.8 ms). Streams giving way to requests that wait for their
+        # first byte (first_bytes.py) took the burst's first byte p50 from 7.0-10.7 ms (six
+        # runs) to 5.2-6.2 ms and a GET meanwhile from 9.5-11.4 to 2.5-3.9 ms, at 11.5-13.8
+        # LISTs/s against 10.2-12.8 (bench/list_memory.py --full, 2026-11-27).
         await gate.give_way()
         if gone.done():
             return
