@@ -91,3 +91,32 @@ async def test_each_event_loop_has_its_own_gate() -> None:
 
     other = await asyncio.to_thread(asyncio.run, elsewhere())
     assert other is not here
+
+
+class CountedReads:
+    """A request whose response has started, counting how often the gate looks at it."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+        self.response_complete = False
+        self.disconnected = False
+
+    @property
+    def response_started(self) -> bool:
+        self.looks += 1
+        return True
+
+
+async def test_a_request_seen_answering_is_not_looked_at_again() -> None:
+    # Open watches stay on the record for hours; streams look at every step.
+    gate = FirstBytesGate()
+    watches = [CountedReads() for _ in range(100)]
+    for watch in watches:
+        gate.arrived(watch)
+    for _ in range(5):
+        assert gate.waiting == 0
+    assert all(watch.looks == 1 for watch in watches)
+    assert gate.recorded == 100
+    for watch in watches:
+        gate.left(watch)
+    assert gate.recorded == 0

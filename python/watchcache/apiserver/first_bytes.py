@@ -39,9 +39,12 @@ LOOK_AGAIN_SECONDS: Final = 0.0005
 class Answering(Protocol):
     """What the gate reads of a request: uvicorn's RequestResponseCycle."""
 
-    response_started: bool
-    response_complete: bool
-    disconnected: bool
+    @property
+    def response_started(self) -> bool: ...
+    @property
+    def response_complete(self) -> bool: ...
+    @property
+    def disconnected(self) -> bool: ...
 
 
 def _waits(request: Answering) -> bool:
@@ -53,16 +56,22 @@ class FirstBytesGate:
     (the HTTP protocol records them: :meth:`arrived`, :meth:`left`), and the streams' way to
     give way to those that wait for their first byte (:meth:`give_way`)."""
 
-    __slots__ = ("_requests",)
+    __slots__ = ("_requests", "_unanswered")
 
     def __init__(self) -> None:
         self._requests: dict[int, Answering] = {}
+        # The recorded requests not yet seen answering, which a stream looks through: the
+        # ones seen answering leave it for good (a response that started stays started), so
+        # open watches, however many, are looked at once, not at every piece of every stream.
+        self._unanswered: dict[int, Answering] = {}
 
     def arrived(self, request: Answering) -> None:
         self._requests[id(request)] = request
+        self._unanswered[id(request)] = request
 
     def left(self, request: Answering) -> None:
         self._requests.pop(id(request), None)
+        self._unanswered.pop(id(request), None)
 
     @property
     def recorded(self) -> int:
@@ -71,7 +80,11 @@ class FirstBytesGate:
     @property
     def waiting(self) -> int:
         """Requests whose response has not started."""
-        return sum(map(_waits, self._requests.values()))
+        unanswered = self._unanswered
+        if unanswered:
+            for key in [key for key, request in unanswered.items() if not _waits(request)]:
+                del unanswered[key]
+        return len(unanswered)
 
     async def give_way(self) -> None:
         """A stream's step between two pieces: lets every other task run once, and while
