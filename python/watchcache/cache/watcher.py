@@ -242,15 +242,6 @@ class Watcher:
         self.options = opts
         self.key_prefix = key_prefix
         self._selector = opts.selector()
-        # A selector that is one field "=" requirement (a kubelet's spec.nodeName=<node>)
-        # is judged by reading that field, the selector's own rule (absent reads as ""),
-        # through Item.field: the watcher index has just called it on the same objects, so
-        # its code and data are warm, where the selector's first call after an idle spell
-        # costs ~5 us (bench/watch_dispatch.py, paced).
-        self._one_field: tuple[str, str] | None = None
-        fields = opts.field_requirements
-        if not opts.label_requirements and len(fields) == 1 and fields[0].op == "=":
-            self._one_field = (fields[0].key, fields[0].value)
         # Live events as (the event's conversions, the type this watcher sees it as): the
         # WatchEvent is made (or taken, when another watcher made it) by this watcher's
         # task as it sends the event, not by the writer that queues it for every watcher.
@@ -535,14 +526,8 @@ def _seen_as(watcher: Watcher, conv: EventConversions) -> EventType | None:
     if selector is None:
         return conv.event.type
     new, old = conv.new, conv.old
-    one_field = watcher._one_field
-    if one_field is not None:
-        name, value = one_field
-        new_passes = new is not None and (new.field(name) or "") == value
-        old_passes = old is not None and (old.field(name) or "") == value
-    else:
-        new_passes = new is not None and selector.matches_item(new)
-        old_passes = old is not None and selector.matches_item(old)
+    new_passes = new is not None and selector.matches_item(new)
+    old_passes = old is not None and selector.matches_item(old)
     if new_passes:
         return _MODIFIED if old_passes else _ADDED
     if old_passes:
