@@ -404,9 +404,16 @@ class BasicTree {
     if (child->leaf) {
       // The leaf is searched before it is copied (a copy has the same slots, so the landing
       // holds for it): a replaced item is then asked for while the copy is made, instead of
-      // after it, when its size is read for the accounting (retire_item).
+      // after it, when its size is read for the accounting (retire_item). With indexes the
+      // write then reads the replaced item's indexed values, past its labels and fields: its
+      // first six lines (a pod's head) are asked for at once.
       const detail::Landing at = detail::leaf_find(detail::as_leaf(child), k);
-      if (at.equal) __builtin_prefetch(child->keys[at.pos]);
+      if (at.equal) {
+        const char* replaced = reinterpret_cast<const char*>(child->keys[at.pos]);
+        __builtin_prefetch(replaced);
+        if (indexes_)
+          for (int line = 1; line < 6; ++line) __builtin_prefetch(replaced + 64 * line);
+      }
       c = make_writable(child);
       in->child[i] = c;
       below = insert_in_leaf(detail::as_leaf(c), at, item);

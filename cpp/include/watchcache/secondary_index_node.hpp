@@ -146,6 +146,7 @@ struct IndexInner : IndexNode {
   IndexHash hash[kCapacity];  // the hash of the child's minimum entry
   Count count[kCapacity];     // entries below the child
   IndexNode* child[kCapacity];
+  static constexpr unsigned kFanout = F;
   explicit IndexInner(std::uint64_t b) noexcept : IndexNode(b, false) {}
 
   // The item of the child's minimum entry (the separator's entry).
@@ -274,6 +275,18 @@ inline IndexLanding index_land(const Kind* nd, const IndexProbe& p, const IndexS
         return {a, equal};
       }
     }
+  } else if (kStrict && p.entry && nd->child[lo]->leaf) {
+    // Children are leaves and the writer names its entry: a child whose minimum has the
+    // probe's hash holds the entry only in its leading entries of that hash, so looking
+    // for the pointer there decides, reading leaves the descent reads anyway instead of
+    // the minimum's item (a cache miss on most writes: a run of ~30 pods straddles a leaf
+    // boundary more often than not). Not there: it is in the run's part before them.
+    for (unsigned i = lo; i < hi; ++i) {
+      const auto* lf = static_cast<const IndexLeaf<Kind::kFanout>*>(nd->child[i]);
+      for (unsigned j = 0; j < lf->n && lf->hash[j] == p.hash; ++j)
+        if (lf->item[j] == p.entry) return {i + 1, true};
+    }
+    return {lo, false};
   }
   prefetch_run(nd, lo, hi);
   const unsigned first_at = lo, last_at = hi - 1;
