@@ -337,10 +337,20 @@ struct IndexRoot {
 // it while no write changed a root), reference counted because snapshots are copied and
 // dropped on any thread. It owns no node: the nodes' lifetime is the reclaim domain's, by
 // version (reclaim.hpp), and a snapshot holds both the pin and this record.
+//
+// Layout: a record is made for every version that wrote and dropped with the version's last
+// snapshot, a window of versions later, when its lines are cold. The count, the specs and
+// the first roots share the first line, and only the declared indexes' roots are written
+// (the others are never read), so making and dropping a record touch one line with one
+// index instead of four.
 struct IndexRoots {
-  std::shared_ptr<const std::vector<IndexSpec>> specs;
-  std::array<IndexRoot, kMaxIndexes> roots{};
   mutable std::atomic<std::uint32_t> refs{1};
+  std::shared_ptr<const std::vector<IndexSpec>> specs;
+  union {
+    IndexRoot roots[kMaxIndexes];  // the first specs->size() are set (publish)
+  };
+
+  IndexRoots() noexcept {}  // leaves `roots` unwritten
 
   // The position of `spec` among the specs, or nullopt.
   std::optional<std::size_t> find(const IndexSpec& spec) const noexcept {

@@ -129,7 +129,7 @@ class IndexSet {
     if (same) return published_;
     auto* roots = new IndexRoots();
     roots->specs = specs_;
-    std::copy(live_.begin(), live_.end(), roots->roots.begin());
+    for (std::size_t i = 0; i < live_.size(); ++i) std::construct_at(&roots->roots[i], live_[i]);
     published_ = IndexRootsRef::adopt(roots);
     return published_;
   }
