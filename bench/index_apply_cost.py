@@ -19,7 +19,8 @@ the bind moves an entry). The history window is steady at
 Printed: median µs per event for each cache, the median of the per-round ratios and the
 ratio of each cache's fastest round (on this machine, rounds of the same code differ by 2x
 with what the other tenants do to the shared caches: the fastest rounds are the least
-disturbed), and the registry's pinned bytes per stored snapshot.
+disturbed), for pod lifecycles the same per step of a lifecycle (its medians over the
+batches of that step), and the registry's pinned bytes per stored snapshot.
 
 Usage: ``python bench/index_apply_cost.py [--n 150000] [--nodes 5000] [--ops 500]
 [--repeats 20] [--window 10000]``. The native counterpart (the tree's write path alone,
@@ -112,16 +113,27 @@ def lifecycles(
                 flight[slot] = (next(fresh), rng.randrange(nodes), 0)
 
 
-def cpu_us_per_event(events: Iterator[Event], cache: WatchCache, ops: int) -> float:
-    """CPU µs per ``cache.apply`` over ``ops`` events, made in untimed batches of 100."""
-    elapsed = 0
-    for _ in range(0, ops, 100):
-        batch = list(itertools.islice(events, 100))
+def lifecycle_kind(position: int) -> str:
+    """The kind of the event at ``position`` (from 0) of a :func:`lifecycles` stream: its pods
+    take their steps in lockstep, so each :data:`IN_FLIGHT` events in a row are one kind."""
+    return LIFECYCLE[position // IN_FLIGHT % len(LIFECYCLE)]
+
+
+#: Events drawn, then timed, at a time; one lifecycle step of every pod in flight.
+BATCH = IN_FLIGHT
+
+
+def cpu_us_per_batch(events: Iterator[Event], cache: WatchCache, ops: int) -> list[float]:
+    """CPU µs per ``cache.apply`` in each of the batches of :data:`BATCH` events that make
+    ``ops``, each drawn untimed right before it is applied."""
+    per_batch = []
+    for _ in range(0, ops, BATCH):
+        batch = list(itertools.islice(events, BATCH))
         start = time.process_time_ns()
         for event in batch:
             cache.apply(event)
-        elapsed += time.process_time_ns() - start
-    return elapsed / ops / 1e3
+        per_batch.append((time.process_time_ns() - start) / len(batch) / 1e3)
+    return per_batch
 
 
 def main() -> None:
@@ -133,6 +145,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--window", type=int, default=10_000)
     args = parser.parse_args()
+    if args.ops % BATCH or args.window % BATCH:
+        parser.error(f"--ops and --window are counts of whole batches of {BATCH} events")
     seed = seed_from_env()
     rng = random.Random(seed)
     placement = [rng.randrange(args.nodes) for _ in range(args.n)]
@@ -166,13 +180,20 @@ def main() -> None:
             for event in itertools.islice(streams[id(cache)], args.window):
                 cache.apply(event)
         times: dict[int, list[float]] = {id(plain): [], id(indexed): []}
+        by_kind: dict[int, dict[str, list[float]]] = {id(plain): {}, id(indexed): {}}
+        drawn = dict.fromkeys(times, args.window)
         ratios = []
         for r in range(2 * args.repeats):
             order: tuple[WatchCache, WatchCache] = (
                 (plain, indexed) if r % 2 == 0 else (indexed, plain)
             )
             for cache in order:
-                times[id(cache)].append(cpu_us_per_event(streams[id(cache)], cache, args.ops))
+                batches = cpu_us_per_batch(streams[id(cache)], cache, args.ops)
+                times[id(cache)].append(statistics.fmean(batches))
+                for b, us in enumerate(batches):
+                    kind = lifecycle_kind(drawn[id(cache)] + b * BATCH)
+                    by_kind[id(cache)].setdefault(kind, []).append(us)
+                drawn[id(cache)] += len(batches) * BATCH
             ratios.append(times[id(indexed)][-1] / times[id(plain)][-1])
         fastest = min(times[id(indexed)]) / min(times[id(plain)])
         print(
@@ -181,6 +202,14 @@ def main() -> None:
             f"ratio {statistics.median(ratios):.2f}x median of rounds, "
             f"{fastest:.2f}x of the fastest rounds (target ≤ 1.30x)"
         )
+        if mode == "lifecycle":  # where a lifecycle's cost is, step by step
+            for kind in dict.fromkeys(LIFECYCLE):
+                alone = statistics.median(by_kind[id(plain)][kind])
+                with_index = statistics.median(by_kind[id(indexed)][kind])
+                print(
+                    f"  {kind:26s} no index {alone:6.2f} µs/event   1 index {with_index:6.2f} "
+                    f"µs/event   ratio {with_index / alone:.2f}x of the medians"
+                )
     for name, cache in (("no index", plain), ("1 index", indexed)):
         stored = len(cache.registry)
         pinned = cache.registry.pinned_bytes() / stored if stored else 0.0

@@ -71,22 +71,29 @@
 //
 // Costs (n entries, v values asked, c candidates). Write with one index: one more O(log n)
 // descent and path copy (3 nodes at 150k entries, ~2.4 KB) per put or erase, two on a value
-// change; items are read only at hash ties. Memory: 12 B per entry in a full leaf, under 1 B
-// above it: measured 12.6 B RSS per entry bulk-built, 18.7 B grown by random puts (target
-// 48). A snapshot after a write pins the index path too: 11.3 KB per stored snapshot against
-// 5.2 KB without. Measured at 150,000 pods on 5,000 nodes (cpp/bench/index_bench.cpp and
-// bench/index_apply_cost.py, same-run ratios, 2 shared cores): the watch cache's write step
-// (snapshot, registry, put) takes 1.8x the time with the index when the pod keeps its node
-// (+1.1 us, the repoint's path copy) and 3.3x when it moves (+3.3 us: two paths and a search
-// by key); WatchCache.apply takes 1.15-1.3x (keeps), 1.6-1.85x (moves) and 1.35-1.4x over
-// pod lifecycles (create, bind, five updates, delete: the writes a pods cache receives, a
-// node being set once), above issue 24's 1.3x: every write copies one index path. Where that
-// goes (callgrind, 2 MB last level: `index_bench --probe keeps|moves --tree plain|indexed`,
-// per write step, indexed minus plain): a repoint +2.7 k instructions, +23 last-level read
-// misses and +41 write misses (the copies land in nodes freed a window of versions ago: ~2.6
-// KB, 41 lines); a move +6.6 k, +53 and +68 (two paths, and items read to place the entry by
-// key). Not copying the path on a repoint did not lower the ratio (rejected (7) below), so
-// on that machine the time is not in the copies' write misses.
+// change. A repoint or removal reads no item (its entry is found by pointer, also at a
+// separator whose hash ties: index_land); an insert reads the items of its run that a search
+// by key visits, cold ones. Memory: 12 B per entry in a full leaf, under 1 B above it:
+// measured 12.6 B RSS per entry bulk-built, 18.7 B grown by random puts (target 48). A
+// snapshot after a write pins the index path too: 11.3 KB per stored snapshot against 5.2
+// KB without. Measured at 150,000 pods on 5,000 nodes, same-run ratios, 2 shared cores
+// whose memory answers a dependent load in ~185 ns at 64 MB: `python
+// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.26x with the index for status
+// updates (+1.0 us), 2.0x for moves to another node (+4.6 us: two paths and an insert's
+// search by key) and 1.52-1.55x over pod lifecycles (create, bind, five updates, delete);
+// build/bench/index_bench's write step (snapshot, registry, put) 1.26-1.32x (keeps) and
+// 2.9-3.1x (moves). By lifecycle step (the same script's per-step lines; apply, us, without
+// -> with): create 3.9 -> 5.0, bind 3.3 -> 9.0, status 3.3 -> 4.8, delete 4.1 -> 5.1 (the
+// reclamation of one step's nodes lands in a later step's). Issue 24's 1.3x holds for
+// status updates and not over lifecycles: there every event pays a path copy into nodes
+// freed a window of versions ago (~1-1.4 us here: perf puts it in the copies' stores and
+// in the reclamation of the nodes they retire, and the tree's own copies slow down beside
+// them), and the bind also an insert's cold reads. A lifecycle under 1.3x needs repoints
+// that copy no path at all (5 of its 9 index writes) and an insert that places its entry
+// without reading items, neither of which this layout gives; (7) below is one attempt.
+// Callgrind (2 MB last level, `index_bench --probe keeps|moves --tree plain|indexed`, per
+// write step, indexed minus plain): a repoint +2.6 k instructions, +22 last-level read
+// misses and +40 write misses (~2.6 KB of copies, 41 lines).
 // A LIST of one node's 30 pods takes 5 us against 19 ms for the full scan; count_index of a
 // node ~1 us.
 // Snapshot: O(indexes) and one small allocation per version that wrote. scan_index: O(v log
