@@ -97,6 +97,27 @@ async def test_reads_arriving_while_a_call_is_in_flight_wait_for_the_next() -> N
     assert gate.most_in_flight == 1
 
 
+async def test_the_next_call_goes_out_before_the_answered_reads_resume() -> None:
+    gate = Gate()
+    shared = SharedRevision(gate.fetch)
+    calls_out_at_resume: list[int] = []
+
+    async def first_read() -> int:
+        revision = await shared.current()
+        calls_out_at_resume.append(len(gate.pending))
+        return revision
+
+    first = asyncio.ensure_future(first_read())
+    await yields(2)  # its call is issued
+    queued = asyncio.ensure_future(shared.current())
+    await yields(1)
+    gate.answer(1)
+    assert await first == 1
+    assert calls_out_at_resume == [1], "the queued read's call waited for the woken reads"
+    gate.answer(2)
+    assert await queued == 2
+
+
 async def test_an_error_is_every_sharer_s_and_the_queue_goes_on() -> None:
     gate = Gate()
     shared = SharedRevision(gate.fetch)

@@ -114,18 +114,24 @@ class SharedRevision:
         if self._next is reads:
             self._next = None
         self.calls += 1
+        task = asyncio.current_task()
         try:
             revision = await self._fetch()
         except Exception as error:
+            # The next call is issued before this one's reads are woken: its task's first
+            # step, which starts the RPC, then runs ahead of their steps instead of after
+            # every one of them (a LIST's page read and first piece each).
+            self._call_ended(task)
             for waiter in reads:
                 if not waiter.done():
                     waiter.set_exception(error)
         else:
+            self._call_ended(task)
             for waiter in reads:
                 if not waiter.done():
                     waiter.set_result(revision)
         finally:
-            self._call_ended(asyncio.current_task())
+            self._call_ended(task)
 
     def _ended(self, reads: list[asyncio.Future[int]], task: asyncio.Task[None]) -> None:
         """The task's end, however it ended: a task cancelled before its first step (the
