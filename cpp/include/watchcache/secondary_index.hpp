@@ -104,9 +104,11 @@
 // of 48 B per entry, and doubles the item frees. (2) The first layout here: 64-bit hashes
 // and the separator's item in internal slots (16 and 28 B slots, four levels at 150,000
 // entries): a write read as many lines and wrote a sixth more (callgrind, write_probe-like
-// loop), and internal ties are few. (3) A map value -> persistent set of keys per value: one
-// more level of nodes to copy per write, and counts across values for an `in` need a second
-// structure. (4) Ordering by (value, key) with inline value bytes like the tree's key
+// loop). Ties at the leaves' parents are not few (a run of ~30 pods straddles a leaf
+// boundary on most writes), but a repoint or removal settles them by its entry's pointer
+// and an insert reads the separator's item in one go (index_land). (3) A map value ->
+// persistent set of keys per value: one more level of nodes to copy per write, and counts
+// across values for an `in` need a second structure. (4) Ordering by (value, key) with inline value bytes like the tree's key
 // prefixes: values share long prefixes, so the inline bytes tie and every search reads
 // items; values are only ever compared for equality, which a hash answers. (5) Index roots
 // inline in every snapshot: grows the snapshots of trees without indexes. (6) Keeping only
