@@ -78,7 +78,7 @@
 // snapshot after a write pins the index path too: 11.3 KB per stored snapshot against 5.2
 // KB without. Measured at 150,000 pods on 5,000 nodes, same-run ratios, 2 shared cores
 // whose memory answers a dependent load in ~185 ns at 64 MB: `python
-// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.26x with the index for status
+// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.27x with the index for status
 // updates (+1.0 us), 2.0x for moves to another node (+4.6 us: two paths and an insert's
 // search by key) and 1.52-1.55x over pod lifecycles (create, bind, five updates, delete);
 // build/bench/index_bench's write step (snapshot, registry, put) 1.26-1.32x (keeps) and
@@ -99,28 +99,27 @@
 // Snapshot: O(indexes) and one small allocation per version that wrote. scan_index: O(v log
 // n + c log v), against scan()'s O(range); count_index: O(v log n).
 //
-// Rejected. (1) Entries as items of a second BasicTree keyed by value + NUL + key: an item
-// per entry copies the key (~50 B) and an item header (40 B), over twice the memory target
-// of 48 B per entry, and doubles the item frees. (2) The first layout here: 64-bit hashes
-// and the separator's item in internal slots (16 and 28 B slots, four levels at 150,000
-// entries): a write read as many lines and wrote a sixth more (callgrind, write_probe-like
-// loop). Ties at the leaves' parents are not few (a run of ~30 pods straddles a leaf
-// boundary on most writes), but a repoint or removal settles them by its entry's pointer
-// and an insert reads the separator's item in one go (index_land). (3) A map value ->
-// persistent set of keys per value: one more level of nodes to copy per write, and counts
-// across values for an `in` need a second structure. (4) Ordering by (value, key) with inline value bytes like the tree's key
-// prefixes: values share long prefixes, so the inline bytes tie and every search reads
-// items; values are only ever compared for equality, which a hash answers. (5) Index roots
-// inline in every snapshot: grows the snapshots of trees without indexes. (6) Keeping only
-// the newest version indexed (as Kubernetes does): pages and Exact reads would fall back to
-// scans exactly when they are old. (7) A repoint log in each leaf (four records "from
-// version v, slot i is item X", read at the snapshot's version, folded into the copy when
-// the leaf is copied; 50 entries per leaf instead of 56): 80% of repoints then copied
-// nothing, and per keeps-node write the index added 1.65 k instructions and 1 last-level
-// write miss instead of 2.7 k and 41 (callgrind, as above). But the time did not follow:
-// index_bench's keeps ratio 1.46x against 1.47x, and over pod lifecycles
-// bench/index_apply_cost.py gave 1.65-1.70x against 1.52-1.59x (three runs each, same
-// machine, same hour; likely cost: each search checked the log on every entry it read).
+// Rejected. (1) Entries as items of a second BasicTree keyed by value + NUL + key: an item per
+// entry copies the key (~50 B) and an item header (40 B), over twice the memory target of 48 B per
+// entry, and doubles the item frees. (2) The first layout here: 64-bit hashes and the separator's
+// item in internal slots (16 and 28 B slots, four levels at 150,000 entries): a write read as many
+// lines and wrote a sixth more (callgrind, write_probe-like loop). Ties at the leaves' parents are
+// not few (a run of ~30 pods straddles a leaf boundary on most writes), but a repoint or removal
+// settles them by its entry's pointer and an insert reads the separator's item in one go
+// (index_land). (3) A map value -> persistent set of keys per value: one more level of nodes to
+// copy per write, and counts across values for an `in` need a second structure. (4) Ordering by
+// (value, key) with inline value bytes like the tree's key prefixes: values share long prefixes, so
+// the inline bytes tie and every search reads items; values are only ever compared for equality,
+// which a hash answers. (5) Index roots inline in every snapshot: grows the snapshots of trees
+// without indexes. (6) Keeping only the newest version indexed (as Kubernetes does): pages and
+// Exact reads would fall back to scans exactly when they are old. (7) A repoint log in each leaf
+// (four records "from version v, slot i is item X", read at the snapshot's version, folded into the
+// copy when the leaf is copied; 50 entries per leaf instead of 56): 80% of repoints then copied
+// nothing, and per keeps-node write the index added 1.65 k instructions and 1 last-level write miss
+// instead of 2.7 k and 41 (callgrind, as above). But the time did not follow: index_bench's keeps
+// ratio 1.46x against 1.47x, and over pod lifecycles bench/index_apply_cost.py gave 1.65-1.70x
+// against 1.52-1.59x (three runs each, same machine, same hour; likely cost: each search checked
+// the log on every entry it read).
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //

@@ -354,8 +354,8 @@ struct IndexRoot {
 // version (reclaim.hpp), and a snapshot holds both the pin and this record.
 //
 // Layout: a record is made for every version that wrote and dropped with the version's last
-// snapshot, a window of versions later, when its lines are cold. The count, the specs and
-// the first roots share the first line, and only the declared indexes' roots are written
+// snapshot, a window of versions later, when its lines are cold. The reference count, the
+// specs and the first roots share the first line, and only the declared indexes' roots are written
 // (the others are never read), so making and dropping a record touch one line with one
 // index instead of four.
 struct IndexRoots {
