@@ -78,13 +78,13 @@
 // snapshot after a write pins the index path too: 11.3 KB per stored snapshot against 5.2
 // KB without. Measured at 150,000 pods on 5,000 nodes, same-run ratios, 2 shared cores
 // whose memory answers a dependent load in ~185 ns at 64 MB: `python
-// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.27x with the index for status
-// updates (+1.0 us), 2.0x for moves to another node (+4.6 us: two paths and an insert's
-// search by key) and 1.52-1.55x over pod lifecycles (create, bind, five updates, delete);
-// build/bench/index_bench's write step (snapshot, registry, put) 1.26-1.32x (keeps) and
-// 2.9-3.1x (moves). By lifecycle step (the same script's per-step lines; apply, us, without
-// -> with): create 3.9 -> 5.0, bind 3.3 -> 9.0, status 3.3 -> 4.8, delete 4.1 -> 5.1 (the
-// reclamation of one step's nodes lands in a later step's). Issue 24's 1.3x holds for
+// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.28x with the index for status
+// updates (+1.0 us), 1.84-1.87x for moves to another node (+3.8 us: two paths and an
+// insert's search by key) and 1.49-1.50x over pod lifecycles (create, bind, five updates,
+// delete); build/bench/index_bench's write step (snapshot, registry, put) 1.25-1.34x
+// (keeps) and 2.41-2.51x (moves). By lifecycle step (the same script's per-step lines;
+// apply, us, without -> with): create 4.2 -> 5.3, bind 3.4 -> 8.0, status 3.4 -> 4.9,
+// delete 3.7 -> 5.0 (the reclamation of one step's nodes lands in a later step's). Issue 24's 1.3x holds for
 // status updates and not over lifecycles: there every event pays a path copy into nodes
 // freed a window of versions ago (~1-1.4 us here: perf puts it in the copies' stores and
 // in the reclamation of the nodes they retire, and the tree's own copies slow down beside
