@@ -568,12 +568,7 @@ BasicScanResult<F> scan(const BasicSnapshot<F>& snap, const ScanOptions& opts, c
       // item come before its value (item.hpp), in its first lines.
       if (w.leaf() != fetched_leaf) {
         fetched_leaf = w.leaf();
-        for (unsigned j = w.slot(); j < fetched_leaf->n; ++j) {
-          const char* head = reinterpret_cast<const char*>(fetched_leaf->keys[j]);
-          __builtin_prefetch(head);
-          __builtin_prefetch(head + 64);
-          __builtin_prefetch(head + 128);
-        }
+        for (unsigned j = w.slot(); j < fetched_leaf->n; ++j) detail::prefetch_item(fetched_leaf->keys[j], 3);
       }
     }
     const Item* it = w.item();

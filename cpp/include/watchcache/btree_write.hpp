@@ -349,11 +349,7 @@ class BasicTree {
   template <class Kind>
   static void repack_halves(Kind* left, Kind* right) noexcept {
     for (const Kind* half : {left, right}) {
-      for (unsigned i = 0; i < half->n; ++i) {
-        const char* item = reinterpret_cast<const char*>(half->keys[i]);
-        __builtin_prefetch(item);
-        __builtin_prefetch(item + 64);
-      }
+      for (unsigned i = 0; i < half->n; ++i) detail::prefetch_item(half->keys[i], 2);
     }
     detail::pack_prefixes(left);
     detail::pack_prefixes(right);
@@ -409,10 +405,10 @@ class BasicTree {
       // first six lines (a pod's head) are asked for at once.
       const detail::Landing at = detail::leaf_find(detail::as_leaf(child), k);
       if (at.equal) {
-        const char* replaced = reinterpret_cast<const char*>(child->keys[at.pos]);
-        __builtin_prefetch(replaced);
         if (indexes_)
-          for (int line = 1; line < 6; ++line) __builtin_prefetch(replaced + 64 * line);
+          detail::prefetch_item(child->keys[at.pos], 6);
+        else
+          detail::prefetch_item(child->keys[at.pos], 1);
       }
       c = make_writable(child);
       in->child[i] = c;

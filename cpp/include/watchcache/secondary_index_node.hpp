@@ -203,13 +203,6 @@ inline void prefetch_index_node(const IndexNode* nd) noexcept {
 template <class Kind>
 inline constexpr unsigned kIndexMinFill = Kind::kCapacity / 2;
 
-// Asks for an item's first six lines: a pod's header, length table, key, labels and fields,
-// everything before its value.
-inline void prefetch_item_head(const Item* it) noexcept {
-  const char* p = reinterpret_cast<const char*>(it);
-  for (int line = 0; line < 6; ++line) __builtin_prefetch(p + 64 * line);
-}
-
 // Asks for the lines of the items a search inside a leaf's [lo, hi) may compare: all of
 // them when few, else those the first three halvings read. A comparison reads the item's
 // header and key (its first three lines for a pod: item.hpp puts the key right after the
@@ -218,18 +211,12 @@ inline void prefetch_item_head(const Item* it) noexcept {
 template <class Kind>
 inline void prefetch_run(const Kind* nd, unsigned lo, unsigned hi) noexcept {
   if constexpr (requires { nd->item; }) {
-    auto fetch = [](const Item* it) {
-      const char* p = reinterpret_cast<const char*>(it);
-      __builtin_prefetch(p);
-      __builtin_prefetch(p + 64);
-      __builtin_prefetch(p + 128);
-    };
     const unsigned width = hi - lo;
     if (width <= 16) {
-      for (unsigned i = lo; i < hi; ++i) fetch(nd->item[i]);
+      for (unsigned i = lo; i < hi; ++i) prefetch_item(nd->item[i], 3);
       return;
     }
-    for (unsigned k = 1; k < 8; ++k) fetch(nd->item[lo + width * k / 8]);
+    for (unsigned k = 1; k < 8; ++k) prefetch_item(nd->item[lo + width * k / 8], 3);
   }
 }
 
@@ -270,12 +257,7 @@ inline IndexLanding index_land(const Kind* nd, const IndexProbe& p, const IndexS
       // asked for at once, most of which the search never reads): moves to another node,
       // index_bench's ratio 2.77-2.88x -> 2.41-2.51x (six runs each, alternating; its LIST
       // by node, a reader's search, unchanged either way).
-      const auto fetch_key = [&](unsigned i) {
-        const char* item = reinterpret_cast<const char*>(nd->item[i]);
-        __builtin_prefetch(item);
-        __builtin_prefetch(item + 64);
-        __builtin_prefetch(item + 128);
-      };
+      const auto fetch_key = [&](unsigned i) { prefetch_item(nd->item[i], 3); };
       if (p.placing)
         fetch_key((lo + hi) / 2);
       else
@@ -325,8 +307,8 @@ inline IndexLanding index_land(const Kind* nd, const IndexProbe& p, const IndexS
     // fields) and its key are read next, so all their lines are asked for at once rather
     // than one after another (moves to another node: index_bench's ratio 2.86-2.91x ->
     // 2.78-2.80x, three runs each, alternating).
-    prefetch_item_head(first_entry);
-    if (last_entry != first_entry) prefetch_item_head(last_entry);
+    prefetch_item(first_entry, 6);
+    if (last_entry != first_entry) prefetch_item(last_entry, 6);
   }
   const bool one_value = entry_value(*first_entry, spec) == p.value &&
                          (last_entry == first_entry || entry_value(*last_entry, spec) == p.value);

@@ -248,11 +248,8 @@ class IndexRun {
     if (!walker_.valid() || walker_.hash() != hash_) return;
     if (walker_.leaf() != fetched_) {
       fetched_ = walker_.leaf();
-      for (unsigned j = walker_.slot(); j < fetched_->n && fetched_->hash[j] == hash_; ++j) {
-        const char* head = reinterpret_cast<const char*>(fetched_->item[j]);
-        __builtin_prefetch(head);
-        __builtin_prefetch(head + 64);
-      }
+      for (unsigned j = walker_.slot(); j < fetched_->n && fetched_->hash[j] == hash_; ++j)
+        prefetch_item(fetched_->item[j], 2);
     }
     const Item* it = walker_.item();
     if (entry_value(*it, *spec_) != value_) return;
