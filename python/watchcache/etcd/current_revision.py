@@ -114,24 +114,23 @@ class SharedRevision:
         if self._next is reads:
             self._next = None
         self.calls += 1
-        task = asyncio.current_task()
+        revision, error = 0, None
         try:
             revision = await self._fetch()
-        except Exception as error:
+        except Exception as failure:
+            error = failure
+        finally:
             # The next call is issued before this one's reads are woken: its task's first
             # step, which starts the RPC, then runs ahead of their steps instead of after
             # every one of them (a LIST's page read and first piece each).
-            self._call_ended(task)
-            for waiter in reads:
-                if not waiter.done():
-                    waiter.set_exception(error)
-        else:
-            self._call_ended(task)
-            for waiter in reads:
-                if not waiter.done():
-                    waiter.set_result(revision)
-        finally:
-            self._call_ended(task)
+            self._call_ended(asyncio.current_task())
+        for waiter in reads:
+            if waiter.done():
+                continue
+            if error is None:
+                waiter.set_result(revision)
+            else:
+                waiter.set_exception(error)
 
     def _ended(self, reads: list[asyncio.Future[int]], task: asyncio.Task[None]) -> None:
         """The task's end, however it ended: a task cancelled before its first step (the
