@@ -27,6 +27,7 @@ from watchcache.wire.tokens import encode_continue
 
 if TYPE_CHECKING:
     from watchcache._core import Item, ScanResult, Selector
+    from watchcache.cache.deferred_scan import DeferredScan
 
 
 class BodyChunks(Protocol):
@@ -75,7 +76,7 @@ class ListResult:
     where the read was served from and why, and how long it waited for freshness.
     """
 
-    items: Sequence[Item] | ScanResult
+    items: Sequence[Item] | ScanResult | DeferredScan
     resource_version: int
     continue_token: str = ""
     remaining_item_count: int | None = None
@@ -107,6 +108,12 @@ class ListResult:
         if self.remaining_item_count is not None:
             text += f',"remainingItemCount":{self.remaining_item_count}'
         return (text + "}").encode()
+
+    def body_floor(self) -> int:
+        """Bytes :meth:`render`'s body has at least, known without rendering it or reading
+        an item: each item is a JSON object, ``{}`` at the least, and all but the last are
+        followed by a comma."""
+        return 3 * len(self.items)
 
     def render(self, kind: str, api_version: str) -> bytes:
         """The list body ``{"kind","apiVersion","metadata","items":[...]}`` as one bytes.

@@ -66,6 +66,7 @@ from typing import Final
 
 from watchcache._core import (
     Item,
+    ScanResult,
     Snapshot,
     SnapshotRegistry,
     Tree,
@@ -79,6 +80,7 @@ from watchcache.cache.backing_store import (
     StoreListRequest,
     expired_continuation,
 )
+from watchcache.cache.deferred_scan import DeferredScan
 from watchcache.cache.event import Event, EventType
 from watchcache.cache.histogram import READ_WAIT_BUCKETS, Histogram
 from watchcache.cache.history import DEFAULT_WINDOW_SECONDS, LOWER_BOUND_CAPACITY, EventHistory
@@ -131,6 +133,10 @@ THREAD_SCAN_THRESHOLD: Final = 20_000
 #: LIST of 150,000 pods is scanned on the loop, without a thread's round trip before its
 #: first byte.
 LEAF_COPY_DISCOUNT: Final = 16
+#: An unlimited scan without a selector of at least this many items, run on the loop, is
+#: taken when its body is first rendered (deferred_scan.py), so that the response's head
+#: can leave before it; below, a scan costs under ~30 µs and is taken at once.
+DEFERRED_SCAN_ITEMS: Final = 16_384
 
 
 def request_key_prefix(resource_prefix: str, prefix: str | None) -> str:
@@ -775,8 +781,10 @@ class WatchCache:
         start_key, limit = plan.start_key, plan.limit
         choice: IndexChoice | None = None
         index_name = ""
+        count = 0
         if selector is None:
-            work = 0 if limit else snap.count_prefix(key_prefix) // LEAF_COPY_DISCOUNT
+            count = 0 if limit else snap.count_prefix(key_prefix)
+            work = count // LEAF_COPY_DISCOUNT
         else:
             chosen = None
             if self._declared_indexes:
@@ -790,7 +798,10 @@ class WatchCache:
         # The items a page may examine: a page without a selector reads O(limit); otherwise
         # the prefix or the index's candidates bound it, and a large read runs in a worker
         # thread (the GIL is released) to keep the loop free.
-        if work <= THREAD_SCAN_THRESHOLD:
+        scan: ScanResult | DeferredScan
+        if count >= DEFERRED_SCAN_ITEMS and work <= THREAD_SCAN_THRESHOLD:
+            scan = DeferredScan(snap, key_prefix, count)
+        elif work <= THREAD_SCAN_THRESHOLD:
             scan = scan_page(
                 snap, key_prefix, choice, start_key=start_key, limit=limit, selector=selector
             )
@@ -801,8 +812,8 @@ class WatchCache:
             )  # fmt: skip
         token = ""
         remaining: int | None = None
-        last_key = scan.last_key
-        if last_key is not None and scan.next_key is not None:
+        # next_key first: a deferred scan answers it without scanning (it is None).
+        if scan.next_key is not None and (last_key := scan.last_key) is not None:
             # Encoded against the prefix without its "/", as Kubernetes' cacher does: the
             # start key then begins with "/" (docs/semantics.md §1.4).
             token = next_page_token(last_key, key_prefix[:-1], rv)
