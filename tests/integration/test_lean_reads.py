@@ -16,10 +16,15 @@ from typing import Any
 
 import pytest
 
+from watchcache._core import ScanResult
 from watchcache.apiserver.app import ApiServer, LeanReads
+from watchcache.apiserver.streaming import GZIP_THRESHOLD_BYTES
+from watchcache.cache import watch_cache
+from watchcache.cache.deferred_scan import DeferredScan
+from watchcache.cli.load import load_objects
 from watchcache.etcd.client import EtcdClient
 from watchcache.etcd.process import EtcdCluster
-from watchcache.registry.resources import DEFAULT_RESOURCES
+from watchcache.registry.resources import CONFIGMAPS, DEFAULT_RESOURCES
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
@@ -50,7 +55,10 @@ async def ask(
     query: str | bytes = "",
     accept: str | None = "application/json",
     extra: tuple[tuple[bytes, bytes], ...] = (),
+    *,
+    log: list[str] | None = None,
 ) -> Answer:
+    """One GET through ``app``; ``log`` gets "head" when the response starts."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -82,6 +90,8 @@ async def ask(
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             start.update(message)
+            if log is not None:
+                log.append("head")
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
 
@@ -244,6 +254,47 @@ async def test_large_answers_are_streamed_and_gzipped_alike(apps: Apps) -> None:
         if gzip.decompress(packed.body) == table.body or attempt == 2:
             break
     assert gzip.decompress(packed.body) == table.body
+
+
+async def test_a_list_large_by_its_count_alone_starts_before_its_scan(
+    apps: Apps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A LIST whose item count alone proves its body passes 128 KiB (three bytes an item at
+    least, ListResult.body_floor) sends its head before its items are scanned
+    (cache/deferred_scan.py), from both routes, and the same bytes as a scan taken at once."""
+    count = (GZIP_THRESHOLD_BYTES + 1) // 3 + 1
+    assert count >= watch_cache.DEFERRED_SCAN_ITEMS
+    await load_objects(apps.server.client, CONFIGMAPS, count=count, size=1)
+    log: list[str] = []
+    scan = DeferredScan.result
+
+    def logged_scan(deferred: DeferredScan) -> ScanResult:
+        if not deferred.ran:
+            log.append("scan")
+        return scan(deferred)
+
+    monkeypatch.setattr(DeferredScan, "result", logged_scan)
+    path = "/api/v1/namespaces/demo-0/configmaps"
+    listed = await ask(apps.lean, path, log=log)  # consistent: waits for the cache
+    assert len(json.loads(listed.body)["items"]) == count
+    gzip_ok = ((b"accept-encoding", b"gzip"),)
+    for app in (apps.lean, apps.routed.app):
+        for extra in ((), gzip_ok):
+            log.clear()
+            answer = await ask(app, path, "resourceVersion=0", extra=extra, log=log)
+            assert log == ["head", "scan"], (app, extra)
+            if extra:
+                assert dict(answer.headers)[b"content-encoding"] == b"gzip"
+                assert gzip.decompress(answer.body) == listed.body
+            else:
+                assert answer.body == listed.body
+    # Below the floor, the first pieces are rendered before the head, as before.
+    log.clear()
+    await ask(apps.lean, path, f"resourceVersion=0&limit={count - 1}", log=log)
+    assert log == ["head"]
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 1 << 30)
+    await ask(apps.lean, path, "resourceVersion=0", log=log)
+    assert log == ["head", "head"], "a scan taken at once is not deferred"
 
 
 PASSED_ON = [

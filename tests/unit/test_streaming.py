@@ -97,7 +97,7 @@ class Client:
         return dict(self.start["headers"])
 
 
-async def answer(pieces: BodyChunks, client: Client, *, gzip: bool) -> None:
+async def answer(pieces: BodyChunks, client: Client, *, gzip: bool, size_floor: int = 0) -> None:
     await send_body(
         client.send,  # type: ignore[arg-type]
         client.receive,
@@ -105,6 +105,7 @@ async def answer(pieces: BodyChunks, client: Client, *, gzip: bool) -> None:
         content_type=b"application/json",
         gzip=gzip,
         headers=[(b"warning", b'299 - "x"')],
+        size_floor=size_floor,
     )
 
 
@@ -175,6 +176,64 @@ async def test_a_stream_renders_no_piece_while_a_request_waits_for_its_first_byt
     await asyncio.wait_for(streaming, 30)
     gate.left(request)
     assert pieces.rendered == 20
+
+
+class Watched(Client):
+    """A client that notes how many pieces were rendered when the head reached it."""
+
+    def __init__(self, pieces: Pieces) -> None:
+        super().__init__()
+        self.pieces = pieces
+        self.rendered_at_head: int | None = None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.rendered_at_head = self.pieces.rendered
+        await super().send(message)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+async def test_a_body_known_to_pass_the_threshold_sends_its_head_before_rendering(
+    compress: bool,
+) -> None:
+    body = [b'{"x":"%d"}' % i * 2000 for i in range(40)]
+    eager, known = Watched(Pieces(body)), Watched(Pieces(body))
+    await answer(eager.pieces, eager, gzip=compress)
+    await answer(known.pieces, known, gzip=compress, size_floor=GZIP_THRESHOLD_BYTES + 1)
+    past = next(k for k in range(len(body) + 1) if sum(map(len, body[:k])) > GZIP_THRESHOLD_BYTES)
+    assert eager.rendered_at_head == past, "unknown: rendered until past the threshold"
+    assert known.rendered_at_head == 0
+    assert known.headers == eager.headers
+    assert b"".join(known.bodies) == b"".join(eager.bodies)
+    assert known.more[-1] is False
+
+
+async def test_a_floor_at_the_threshold_changes_nothing() -> None:
+    body = [b"a" * 1000] * 3
+    client = Watched(Pieces(body))
+    await answer(client.pieces, client, gzip=True, size_floor=GZIP_THRESHOLD_BYTES)
+    assert client.rendered_at_head == 3
+    assert client.headers[b"content-length"] == b"3000"
+
+
+async def test_a_stream_started_early_renders_its_first_piece_after_waiting_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(first_bytes, "MAX_PAUSE_SECONDS", 60.0)
+    gate = first_bytes.first_bytes_gate()
+    request = Waiting()
+    gate.arrived(request)
+    client = Watched(Pieces([os.urandom(100_000) for _ in range(3)]))
+    streaming = asyncio.ensure_future(
+        answer(client.pieces, client, gzip=False, size_floor=GZIP_THRESHOLD_BYTES + 1)
+    )
+    await asyncio.sleep(0.05)
+    assert client.rendered_at_head == 0, "the head went out"
+    assert client.pieces.rendered == 0, "no piece while a request waits for its first byte"
+    request.response_started = True
+    await asyncio.wait_for(streaming, 30)
+    gate.left(request)
+    assert client.pieces.rendered == 3
 
 
 @dataclass

@@ -872,7 +872,9 @@ class ApiServer:
                 include_object=table[1],
             )
             return self._answer(request, WholeBody(body))
-        return self._answer(request, reader.chunks(result, CHUNK_BYTES))
+        return self._answer(
+            request, reader.chunks(result, CHUNK_BYTES), size_floor=result.body_floor()
+        )
 
     async def _get(self, request: Request, served: _Served, namespace: str, name: str) -> Response:
         item = await self._read_one(served, namespace, name, _resource_version(_query(request)))
@@ -890,12 +892,12 @@ class ApiServer:
             return self._answer(request, WholeBody(body))
         return self._answer(request, WholeBody(item.value))
 
-    def _answer(self, request: Request, body: BodyChunks) -> Response:
+    def _answer(self, request: Request, body: BodyChunks, *, size_floor: int = 0) -> Response:
         """A LIST or GET answer in JSON, sent as the lean path sends it (:func:`send_body`)."""
         gzip = self.response_compression and accepts_gzip(
             request.headers.get("accept-encoding", "")
         )
-        return BodyResponse(body, gzip=gzip, media_type=JSON)
+        return BodyResponse(body, gzip=gzip, media_type=JSON, size_floor=size_floor)
 
     async def _read_page(
         self, served: _Served, namespace: str, opts: ListOptions
@@ -1058,6 +1060,7 @@ class LeanReads:
                         served, namespace or "", name, resource_version
                     )
                 body = item.value
+                size_floor = 0  # the body is at hand: its size is known exactly
                 if len(body) > GZIP_THRESHOLD_BYTES:
                     chunks: BodyChunks | None = WholeBody(body)
                 else:
@@ -1074,6 +1077,7 @@ class LeanReads:
                 with served.serving():
                     reader, result = await self._server._read_page(served, namespace or "", opts)
                 chunks = reader.chunks(result, CHUNK_BYTES)
+                size_floor = result.body_floor()
                 del result  # the pieces hold the page until they are sent
         except Exception as error:
             await _error_response(error)(scope, receive, send)
@@ -1082,7 +1086,9 @@ class LeanReads:
             gzip = self._server.response_compression and accepts_gzip(
                 _header(scope, b"accept-encoding")
             )
-            await send_body(send, receive, chunks, content_type=_JSON_BYTES, gzip=gzip)
+            await send_body(
+                send, receive, chunks, content_type=_JSON_BYTES, gzip=gzip, size_floor=size_floor
+            )
             return
         await send(
             {
