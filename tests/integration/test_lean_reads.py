@@ -269,32 +269,44 @@ async def test_a_list_large_by_its_count_alone_starts_before_its_scan(
     scan = DeferredScan.result
 
     def logged_scan(deferred: DeferredScan) -> ScanResult:
-        if not deferred.ran:
+        # The server's controllers list configmaps too, in every namespace at once.
+        if not deferred.ran and deferred.prefix.endswith("/demo-0/"):
             log.append("scan")
         return scan(deferred)
 
     monkeypatch.setattr(DeferredScan, "result", logged_scan)
     path = "/api/v1/namespaces/demo-0/configmaps"
-    listed = await ask(apps.lean, path, log=log)  # consistent: waits for the cache
-    assert len(json.loads(listed.body)["items"]) == count
+    for _ in range(600):  # the cache receives the objects from its watch
+        page = json.loads((await ask(apps.lean, path, "resourceVersion=0&limit=1")).body)
+        if page["metadata"].get("remainingItemCount", 0) + 1 == count:
+            break
+        await asyncio.sleep(0.05)
+    # What a scan taken at once answers (the rv may move on meanwhile: a progress
+    # notification; the items may not).
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 1 << 30)
+    at_once = await ask(apps.lean, path, "resourceVersion=0", log=log)
+    assert log == ["head"], "a scan taken at once is not deferred"
+    items = json.loads(at_once.body)["items"]
+    assert len(items) == count
+    monkeypatch.undo()
+    monkeypatch.setattr(DeferredScan, "result", logged_scan)
     gzip_ok = ((b"accept-encoding", b"gzip"),)
     for app in (apps.lean, apps.routed.app):
         for extra in ((), gzip_ok):
             log.clear()
             answer = await ask(app, path, "resourceVersion=0", extra=extra, log=log)
             assert log == ["head", "scan"], (app, extra)
+            headers = dict(answer.headers)
+            assert b"content-length" not in headers
+            body = answer.body
             if extra:
-                assert dict(answer.headers)[b"content-encoding"] == b"gzip"
-                assert gzip.decompress(answer.body) == listed.body
-            else:
-                assert answer.body == listed.body
+                assert headers[b"content-encoding"] == b"gzip"
+                body = gzip.decompress(body)
+            assert json.loads(body)["items"] == items
     # Below the floor, the first pieces are rendered before the head, as before.
     log.clear()
     await ask(apps.lean, path, f"resourceVersion=0&limit={count - 1}", log=log)
     assert log == ["head"]
-    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 1 << 30)
-    await ask(apps.lean, path, "resourceVersion=0", log=log)
-    assert log == ["head", "head"], "a scan taken at once is not deferred"
 
 
 PASSED_ON = [

@@ -49,6 +49,11 @@ class DeferredScan:
         return scan
 
     @property
+    def prefix(self) -> str:
+        """The key prefix scanned."""
+        return self._prefix
+
+    @property
     def ran(self) -> bool:
         """Whether the scan has run."""
         return self._scan is not None
