@@ -65,7 +65,9 @@ def test_the_deferred_scan_is_the_scan_of_its_snapshot(n: int, chunk_bytes: int)
     assert b"".join(pieces_of(deferred.chunks("List", "v1", META, chunk_bytes))) == scan.render(
         "List", "v1", META
     )
-    assert [item.key for item in deferred] == scan.keys()
+    assert [item.key for item in deferred] == deferred.keys() == scan.keys()
+    assert deferred.values() == scan.values()
+    assert deferred.items() == scan.items()
     assert deferred.render("List", "v1", META) == scan.render("List", "v1", META)
     assert deferred.last_key == scan.last_key
     assert len(deferred) == len(scan) == n

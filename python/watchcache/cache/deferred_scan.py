@@ -85,6 +85,15 @@ class DeferredScan:
     def __iter__(self) -> Iterator[Item]:
         return iter(self.result())
 
+    def keys(self) -> list[str]:
+        return self.result().keys()
+
+    def values(self) -> list[bytes]:
+        return self.result().values()
+
+    def items(self) -> list[tuple[str, bytes]]:
+        return self.result().items()
+
     def render(self, kind: str, api_version: str, metadata: bytes = b"{}") -> bytes:
         return self.result().render(kind, api_version, metadata)
 
