@@ -216,8 +216,9 @@ async def test_a_floor_at_the_threshold_changes_nothing() -> None:
     assert client.headers[b"content-length"] == b"3000"
 
 
+@pytest.mark.parametrize("compress", [False, True])
 async def test_a_stream_started_early_renders_its_first_piece_after_waiting_requests(
-    monkeypatch: pytest.MonkeyPatch,
+    compress: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(first_bytes, "MAX_PAUSE_SECONDS", 60.0)
     gate = first_bytes.first_bytes_gate()
@@ -225,7 +226,7 @@ async def test_a_stream_started_early_renders_its_first_piece_after_waiting_requ
     gate.arrived(request)
     client = Watched(Pieces([os.urandom(100_000) for _ in range(3)]))
     streaming = asyncio.ensure_future(
-        answer(client.pieces, client, gzip=False, size_floor=GZIP_THRESHOLD_BYTES + 1)
+        answer(client.pieces, client, gzip=compress, size_floor=GZIP_THRESHOLD_BYTES + 1)
     )
     await asyncio.sleep(0.05)
     assert client.rendered_at_head == 0, "the head went out"
