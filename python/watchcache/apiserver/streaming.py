@@ -22,8 +22,8 @@ threshold is known to be streamed before a byte is rendered: its head goes at on
 first piece waits its turn like the others. With a large unfiltered LIST, whose items are
 scanned only when its first piece is rendered (cache/deferred_scan.py), that sends the head
 before the scan: in bench/list_memory.py's 8-LIST burst at full size, the first byte's p50
-went from 5.5-6.7 ms to 4.0-4.3 ms (four runs each, same day), one LIST alone from
-2.4 to 1.9-2.0 ms.
+went from 5.5-6.7 ms to 3.4-5.1 ms over ten runs the same day (median 4.0 ms; the
+README's run of four rounds 3.74 ms), one LIST alone from 2.4 to 1.9-2.0 ms.
 
 gzip (kube's APIResponseCompression, on by default there and here; ``watchcache serve
 --no-response-compression`` turns it off). kube-apiserver's deferredResponseWriter
