@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from watchcache._core import ScanResult
+from watchcache.apiserver import streaming
 from watchcache.apiserver.app import ApiServer, LeanReads
-from watchcache.apiserver.streaming import GZIP_THRESHOLD_BYTES
 from watchcache.cache import watch_cache
 from watchcache.cache.deferred_scan import DeferredScan
 from watchcache.cli.load import load_objects
@@ -259,11 +259,14 @@ async def test_large_answers_are_streamed_and_gzipped_alike(apps: Apps) -> None:
 async def test_a_list_large_by_its_count_alone_starts_before_its_scan(
     apps: Apps, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A LIST whose item count alone proves its body passes 128 KiB (three bytes an item at
-    least, ListResult.body_floor) sends its head before its items are scanned
-    (cache/deferred_scan.py), from both routes, and the same bytes as a scan taken at once."""
-    count = (GZIP_THRESHOLD_BYTES + 1) // 3 + 1
-    assert count >= watch_cache.DEFERRED_SCAN_ITEMS
+    """A LIST whose item count alone proves its body passes the gzip threshold (three bytes
+    an item at least, ListResult.body_floor) sends its head before its items are scanned
+    (cache/deferred_scan.py), from both routes, and the same items as a scan taken at once.
+    The threshold and the deferral's are lowered (128 KiB and 16,384 items), so that the
+    test needs 1,366 objects, not 43,691."""
+    monkeypatch.setattr(streaming, "GZIP_THRESHOLD_BYTES", 4096)
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 1000)
+    count = (streaming.GZIP_THRESHOLD_BYTES + 1) // 3 + 1
     await load_objects(apps.server.client, CONFIGMAPS, count=count, size=1)
     log: list[str] = []
     scan = DeferredScan.result
@@ -288,8 +291,7 @@ async def test_a_list_large_by_its_count_alone_starts_before_its_scan(
     assert log == ["head"], "a scan taken at once is not deferred"
     items = json.loads(at_once.body)["items"]
     assert len(items) == count
-    monkeypatch.undo()
-    monkeypatch.setattr(DeferredScan, "result", logged_scan)
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 1000)
     gzip_ok = ((b"accept-encoding", b"gzip"),)
     for app in (apps.lean, apps.routed.app):
         for extra in ((), gzip_ok):
