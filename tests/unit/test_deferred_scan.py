@@ -125,6 +125,17 @@ async def test_pages_and_filtered_lists_are_scanned_at_once(
     assert not isinstance(result.items, DeferredScan)
 
 
+async def test_a_continuation_without_a_limit_is_scanned_from_its_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 50)
+    cache = _cache(60)
+    first = await cache.list(ListOptions(limit=10))
+    rest = await cache.list(ListOptions(continue_token=first.continue_token))
+    assert not isinstance(rest.items, DeferredScan)
+    assert [item.key for item in rest.items] == [f"{PREFIX}ns/p{i:03d}" for i in range(10, 60)]
+
+
 async def test_below_the_threshold_the_scan_is_taken_at_once() -> None:
     result = await _cache(60).list(ListOptions())
     assert not isinstance(result.items, DeferredScan)

@@ -133,9 +133,10 @@ THREAD_SCAN_THRESHOLD: Final = 20_000
 #: LIST of 150,000 pods is scanned on the loop, without a thread's round trip before its
 #: first byte.
 LEAF_COPY_DISCOUNT: Final = 16
-#: An unlimited scan without a selector of at least this many items, run on the loop, is
-#: taken when its body is first rendered (deferred_scan.py), so that the response's head
-#: can leave before it; below, a scan costs under ~30 µs and is taken at once.
+#: An unlimited scan of a whole prefix without a selector (not a continuation) of at
+#: least this many items, run on the loop, is taken when its body is first rendered
+#: (deferred_scan.py), so that the response's head can leave before it; below, a scan
+#: costs under ~30 µs and is taken at once.
 DEFERRED_SCAN_ITEMS: Final = 16_384
 
 
@@ -799,7 +800,7 @@ class WatchCache:
         # the prefix or the index's candidates bound it, and a large read runs in a worker
         # thread (the GIL is released) to keep the loop free.
         scan: ScanResult | DeferredScan
-        if count >= DEFERRED_SCAN_ITEMS and work <= THREAD_SCAN_THRESHOLD:
+        if count >= DEFERRED_SCAN_ITEMS and start_key is None and work <= THREAD_SCAN_THRESHOLD:
             scan = DeferredScan(snap, key_prefix, count)
         elif work <= THREAD_SCAN_THRESHOLD:
             scan = scan_page(
