@@ -1,7 +1,7 @@
 """A whole prefix's items, scanned when the list body is first rendered.
 
-A LIST of a whole prefix without a selector and without a limit knows all it answers but
-its items from the snapshot alone: how many there are (``count_prefix``, O(log n)), no
+A LIST of a whole prefix without a selector, a limit or a continue token knows all it
+answers but its items from the snapshot alone: how many there are (``count_prefix``, O(log n)), no
 continue token, no remainingItemCount. Its scan copies the prefix's item pointers a leaf at
 a time, 1-2 ns an item (0.13-0.3 ms at 150,000 pods), and was the larger part of what such
 a LIST did before its response could start. Taken later, when the first piece of the body
