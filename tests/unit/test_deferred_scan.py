@@ -81,16 +81,22 @@ def test_pieces_ask_for_a_positive_size() -> None:
         DeferredScan(snap, "", 2).chunks("List", "v1", META, 0)
 
 
+@pytest.fixture
+def defer_from_50(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans of 50 items and more are deferred (16,384 by default)."""
+    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 50)
+
+
 def _cache(n: int) -> WatchCache:
     cache = WatchCache(PREFIX, kind="Pod")
     cache.replace([pod("ns", f"p{i:03d}", 10 + i) for i in range(n)], 10 + n)
     return cache
 
 
+@pytest.mark.usefixtures("defer_from_50")
 async def test_a_large_unfiltered_unlimited_list_is_scanned_when_rendered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 50)
     cache = _cache(60)
     deferred = await cache.list(ListOptions())
     assert isinstance(deferred.items, DeferredScan) and not deferred.items.ran
@@ -117,18 +123,14 @@ async def test_a_large_unfiltered_unlimited_list_is_scanned_when_rendered(
         ListOptions(field_selector="metadata.name!=p001"),
     ],
 )
-async def test_pages_and_filtered_lists_are_scanned_at_once(
-    opts: ListOptions, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 50)
+@pytest.mark.usefixtures("defer_from_50")
+async def test_pages_and_filtered_lists_are_scanned_at_once(opts: ListOptions) -> None:
     result = await _cache(60).list(opts)
     assert not isinstance(result.items, DeferredScan)
 
 
-async def test_a_continuation_without_a_limit_is_scanned_from_its_key(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(watch_cache, "DEFERRED_SCAN_ITEMS", 50)
+@pytest.mark.usefixtures("defer_from_50")
+async def test_a_continuation_without_a_limit_is_scanned_from_its_key() -> None:
     cache = _cache(60)
     first = await cache.list(ListOptions(limit=10))
     rest = await cache.list(ListOptions(continue_token=first.continue_token))
