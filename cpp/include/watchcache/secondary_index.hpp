@@ -119,7 +119,22 @@
 // instead of 2.7 k and 41 (callgrind, as above). But the time did not follow: index_bench's keeps
 // ratio 1.46x against 1.47x, and over pod lifecycles bench/index_apply_cost.py gave 1.65-1.70x
 // against 1.52-1.59x (three runs each, same machine, same hour; likely cost: each search checked
-// the log on every entry it read).
+// the log on every entry it read). (8) A log of index writes per tree, folded every 64 snapshots:
+// a snapshot reads the roots of the last fold and the records since (entries gone, entries come;
+// a key's records chained, so a fold makes one change per key), the log pinning the fold's version
+// so that every entry it names stays readable; a fold applies its changes in hash order, their
+// leaves prefetched together. Per keeps-node write (callgrind as above, indexed minus plain) it
+// halved the write misses, +21.8 against +39.5 (the upper levels are copied once per fold), kept
+// the read misses (+20.2 against +21.6: each change still descends to its own leaf, one of
+// ~2,700, and copies it) and added instructions (+3.7 k against +2.6 k: appends, chain walks, the
+// fold's sort). Timed, it was no faster: index_bench keeps 1.94-2.05 us against 1.75-1.80 (plain
+// 1.29-1.44), bench/index_apply_cost.py 1.37-1.41x (keeps) and 1.49-1.51x (lifecycles) against
+// 1.22x and 1.51x, the same hour; and reads paid for the records: LIST by node 5.4-5.6 us against
+// 4.3, count_index 1.4-1.5 us against 0.75. What (7) and (8) leave: a repoint costs a descent and
+// a leaf however it is batched, so lifecycles need entries that no update keeping the value
+// touches, i.e. entries that name the item's key rather than the item; a read must then find each
+// candidate again in the snapshot's tree, which build/bench/index_bench's "found again by key"
+// row puts at 13.4-14.1 us for a node's 30 pods against 3.35 us (three runs).
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //
