@@ -90,7 +90,8 @@
 // in the reclamation of the nodes they retire, and the tree's own copies slow down beside
 // them), and the bind also an insert's cold reads. A lifecycle under 1.3x needs repoints
 // that copy no path at all (5 of its 9 index writes) and an insert that places its entry
-// without reading items, neither of which this layout gives; (7) below is one attempt.
+// without reading items, neither of which this layout gives; (7) and (8) below try the first,
+// (9) measures what it alone would give.
 // Callgrind (2 MB last level, `index_bench --probe keeps|moves --tree plain|indexed`, per
 // write step, indexed minus plain): a repoint +2.6 k instructions, +22 last-level read
 // misses and +40 write misses (~2.6 KB of copies, 41 lines).
@@ -131,10 +132,16 @@
 // 1.29-1.44), bench/index_apply_cost.py 1.37-1.41x (keeps) and 1.49-1.51x (lifecycles) against
 // 1.22x and 1.51x, the same hour; and reads paid for the records: LIST by node 5.4-5.6 us against
 // 4.3, count_index 1.4-1.5 us against 0.75. What (7) and (8) leave: a repoint costs a descent and
-// a leaf however it is batched, so lifecycles need entries that no update keeping the value
-// touches, i.e. entries that name the item's key rather than the item; a read must then find each
-// candidate again in the snapshot's tree, which build/bench/index_bench's "found again by key"
-// row puts at 13.4-14.1 us for a node's 30 pods against 3.35 us (three runs).
+// a leaf however it is batched; only entries that no update keeping the value touches would
+// spare it, i.e. entries that name the item's key rather than the item (a read then finds each
+// candidate again in the snapshot's tree: build/bench/index_bench's "found again by key" row,
+// 13.4-14.1 us for a node's 30 pods against 3.35 us, three runs). (9) Their write path,
+// approximated on this layout (an update keeping the value writes no index; a removal finds its
+// entry by key, as it then must): bench/index_apply_cost.py gave status updates 1.05-1.06x but
+// lifecycles still 1.46-1.48x (two runs), the bind 2.45-2.57x and the delete 1.85-1.92x (their
+// searches by key read cold items), the status steps 1.20-1.34x. So such a layout alone does not
+// bring lifecycles under 1.3x either: a lifecycle's one move (the bind) adds more than a whole
+// status update costs, and the target needs it, and the removals, about halved as well.
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //
