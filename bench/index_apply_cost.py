@@ -20,24 +20,31 @@ Printed: median µs per event for each cache, the median of the per-round ratios
 ratio of each cache's fastest round (on this machine, rounds of the same code differ by 2x
 with what the other tenants do to the shared caches: the fastest rounds are the least
 disturbed), for pod lifecycles the same per step of a lifecycle (its medians over the
-batches of that step), and the registry's pinned bytes per stored snapshot.
+batches of that step), the registry's pinned bytes per stored snapshot, and the resident
+memory per entry that declaring the index adds to a bulk-loaded tree of the same pods
+(issue 24's other index target: at most 48 B).
 
 Usage: ``python bench/index_apply_cost.py [--n 150000] [--nodes 5000] [--ops 500]
-[--repeats 20] [--window 10000]``. The native counterpart (the tree's write path alone,
-memory per entry, LIST by node) is ``build/bench/index_bench`` (``make bench-native``).
+[--repeats 20] [--window 10000] [--memory-only]``. The native counterpart (the tree's write
+path alone, memory per entry, LIST by node) is ``build/bench/index_bench`` (``make
+bench-native``).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import itertools
+import os
 import random
 import statistics
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from cache_scenarios import loaded_cache
-from watchcache import Item
+from watchcache import Item, Tree
 from watchcache.cache.event import Event, EventType
 from watchcache.cache.watch_cache import WatchCache
 from workload import PREFIX, make_value, seed_from_env
@@ -136,6 +143,148 @@ def cpu_us_per_batch(events: Iterator[Event], cache: WatchCache, ops: int) -> li
     return per_batch
 
 
+#: The three kinds of write, as :func:`measure` names them, with their labels.
+MODES = {
+    "keeps": "status update (keeps node)",
+    "moves": "rescheduled (moves node)",
+    "lifecycle": "pod lifecycles (8 writes)",
+}
+
+
+@dataclass
+class ModeCost:
+    """One kind of write: median CPU µs per event of each cache, the median of the per-round
+    ratios (indexed / plain) and the ratio of each cache's fastest round; for lifecycles the
+    medians of each step, ``{step: [plain, indexed]}``."""
+
+    mode: str
+    plain_us: float
+    indexed_us: float
+    ratio: float
+    fastest_ratio: float
+    steps: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class IndexWriteCost:
+    """What :func:`measure` found, with the sizes it ran at."""
+
+    pods: int
+    nodes: int
+    value_bytes: int
+    window: int
+    ops: int
+    rounds: int
+    modes: list[ModeCost]
+    pinned_per_snapshot: dict[str, float]  # "plain", "indexed": registry bytes per snapshot
+
+    def mode(self, name: str) -> ModeCost:
+        return next(m for m in self.modes if m.mode == name)
+
+
+def measure(
+    n: int, nodes: int, *, value_bytes: int = 1024, ops: int = 500, repeats: int = 20,
+    window: int = 10_000, seed: int = 1,
+) -> IndexWriteCost:  # fmt: skip
+    """The same events applied to two caches of ``n`` pods over ``nodes`` nodes, one indexing
+    ``spec.nodeName`` and one without indexes, in alternating rounds (the module docstring)."""
+    if ops % BATCH or window % BATCH:
+        raise ValueError(f"ops and window are counts of whole batches of {BATCH} events")
+    rng = random.Random(seed)
+    placement = [rng.randrange(nodes) for _ in range(n)]
+    items = [pod(i, placement[i], i + 1, value_bytes) for i in range(n)]
+    history = {"history_lower_bound": window, "history_upper_bound": window}
+    plain = loaded_cache(items, list_indexes=(), **history)
+    indexed = loaded_cache(items, **history)
+    assert indexed.list_indexes == (NODE_INDEX,), indexed.list_indexes
+    costs = []
+    for mode in MODES:
+
+        def stream(cache: WatchCache, mode: str = mode) -> Iterator[Event]:
+            rv = cache.resource_version
+            if mode == "lifecycle":
+                return lifecycles(n, nodes, rv, value_bytes, seed=seed + 1)
+            return updates(
+                list(placement), nodes, rv, value_bytes, moves=mode == "moves", seed=seed + 1
+            )
+
+        streams = {id(cache): stream(cache) for cache in (plain, indexed)}
+        for cache in (plain, indexed):  # fill the windows, untimed
+            for event in itertools.islice(streams[id(cache)], window):
+                cache.apply(event)
+        times: dict[int, list[float]] = {id(plain): [], id(indexed): []}
+        by_kind: dict[int, dict[str, list[float]]] = {id(plain): {}, id(indexed): {}}
+        drawn = dict.fromkeys(times, window)
+        ratios = []
+        for r in range(2 * repeats):
+            order: tuple[WatchCache, WatchCache] = (
+                (plain, indexed) if r % 2 == 0 else (indexed, plain)
+            )
+            for cache in order:
+                batches = cpu_us_per_batch(streams[id(cache)], cache, ops)
+                times[id(cache)].append(statistics.fmean(batches))
+                for b, us in enumerate(batches):
+                    kind = lifecycle_kind(drawn[id(cache)] + b * BATCH)
+                    by_kind[id(cache)].setdefault(kind, []).append(us)
+                drawn[id(cache)] += len(batches) * BATCH
+            ratios.append(times[id(indexed)][-1] / times[id(plain)][-1])
+        steps = {}
+        if mode == "lifecycle":  # where a lifecycle's cost is, step by step
+            steps = {
+                kind: [statistics.median(by_kind[id(c)][kind]) for c in (plain, indexed)]
+                for kind in dict.fromkeys(LIFECYCLE)
+            }
+        costs.append(
+            ModeCost(
+                mode,
+                statistics.median(times[id(plain)]),
+                statistics.median(times[id(indexed)]),
+                statistics.median(ratios),
+                min(times[id(indexed)]) / min(times[id(plain)]),
+                steps,
+            )
+        )
+    pinned = {}
+    for name, cache in (("plain", plain), ("indexed", indexed)):
+        stored = len(cache.registry)
+        pinned[name] = cache.registry.pinned_bytes() / stored if stored else 0.0
+    # The index kept up with every event: one node's pods, through it and by a full scan.
+    snap = indexed.snapshot()[1]
+    on_node = [it.key for it in snap.scan() if it.fields["spec.nodeName"] == "node-00001"]
+    assert snap.scan_index(*NODE_INDEX, ["node-00001"]).keys() == on_node
+    return IndexWriteCost(n, nodes, value_bytes, window, ops, 2 * repeats, costs, pinned)
+
+
+def rss_per_entry(n: int, nodes: int, *, value_bytes: int = 1024, seed: int = 1) -> float:
+    """Resident bytes per entry that declaring the ``spec.nodeName`` index adds to a tree of
+    ``n`` pods (bulk-loaded: its leaves full, as a cache's after a relist). Meaningful from
+    ~100,000 pods, in a process that has not freed engine nodes before: a smaller index fits
+    in memory the process already holds (15,000 pods read 0 B)."""
+    rng = random.Random(seed)
+    items = sorted(
+        (pod(i, rng.randrange(nodes), i + 1, value_bytes) for i in range(n)), key=lambda it: it.key
+    )
+    tree = Tree.from_sorted(items)
+    del items
+    trim_heap()
+    before = rss_bytes()
+    tree.add_index(*NODE_INDEX)
+    trim_heap()  # the build's sort buffer is malloc'ed and freed
+    grown = rss_bytes() - before
+    assert len(tree.snapshot().scan_index(*NODE_INDEX, [pod(0, 0, 1, 0).fields["spec.nodeName"]]))
+    return grown / n
+
+
+def trim_heap() -> None:
+    """Returns freed heap memory to the system, so that RSS counts what is in use."""
+    ctypes.CDLL(None).malloc_trim(0)
+
+
+def rss_bytes() -> int:
+    with Path("/proc/self/statm").open() as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--n", type=int, default=150_000)
@@ -144,80 +293,44 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--window", type=int, default=10_000)
+    parser.add_argument(
+        "--memory-only", action="store_true", help="print only the index's bytes per entry"
+    )
     args = parser.parse_args()
     if args.ops % BATCH or args.window % BATCH:
         parser.error(f"--ops and --window are counts of whole batches of {BATCH} events")
     seed = seed_from_env()
-    rng = random.Random(seed)
-    placement = [rng.randrange(args.nodes) for _ in range(args.n)]
-    items = [pod(i, placement[i], i + 1, args.value_bytes) for i in range(args.n)]
-    window = {"history_lower_bound": args.window, "history_upper_bound": args.window}
-    plain = loaded_cache(items, list_indexes=(), **window)
-    indexed = loaded_cache(items, **window)
-    assert indexed.list_indexes == (NODE_INDEX,), indexed.list_indexes
+    # First, in a fresh process: node memory freed by the caches below would be reused.
+    per_entry = rss_per_entry(args.n, args.nodes, value_bytes=args.value_bytes, seed=seed)
+    if args.memory_only:
+        print(f"{per_entry:.2f}")
+        return
     print(
         f"{args.n:,} pods on {args.nodes:,} nodes, {args.value_bytes} B values, history window "
         f"{args.window:,}; {args.ops:,} events per round, {2 * args.repeats} rounds"
     )
-    labels = {
-        "keeps": "status update (keeps node)",
-        "moves": "rescheduled (moves node)",
-        "lifecycle": "pod lifecycles (8 writes)",
-    }
-    for mode, label in labels.items():
-
-        def stream(cache: WatchCache, mode: str = mode) -> Iterator[Event]:
-            rv = cache.resource_version
-            if mode == "lifecycle":
-                return lifecycles(args.n, args.nodes, rv, args.value_bytes, seed=seed + 1)
-            return updates(
-                list(placement), args.nodes, rv, args.value_bytes, moves=mode == "moves",
-                seed=seed + 1,
-            )  # fmt: skip
-
-        streams = {id(cache): stream(cache) for cache in (plain, indexed)}
-        for cache in (plain, indexed):  # fill the windows, untimed
-            for event in itertools.islice(streams[id(cache)], args.window):
-                cache.apply(event)
-        times: dict[int, list[float]] = {id(plain): [], id(indexed): []}
-        by_kind: dict[int, dict[str, list[float]]] = {id(plain): {}, id(indexed): {}}
-        drawn = dict.fromkeys(times, args.window)
-        ratios = []
-        for r in range(2 * args.repeats):
-            order: tuple[WatchCache, WatchCache] = (
-                (plain, indexed) if r % 2 == 0 else (indexed, plain)
-            )
-            for cache in order:
-                batches = cpu_us_per_batch(streams[id(cache)], cache, args.ops)
-                times[id(cache)].append(statistics.fmean(batches))
-                for b, us in enumerate(batches):
-                    kind = lifecycle_kind(drawn[id(cache)] + b * BATCH)
-                    by_kind[id(cache)].setdefault(kind, []).append(us)
-                drawn[id(cache)] += len(batches) * BATCH
-            ratios.append(times[id(indexed)][-1] / times[id(plain)][-1])
-        fastest = min(times[id(indexed)]) / min(times[id(plain)])
+    cost = measure(
+        args.n, args.nodes, value_bytes=args.value_bytes, ops=args.ops, repeats=args.repeats,
+        window=args.window, seed=seed,
+    )  # fmt: skip
+    for m in cost.modes:
         print(
-            f"{label:28s} no index {statistics.median(times[id(plain)]):6.2f} µs/event   "
-            f"1 index {statistics.median(times[id(indexed)]):6.2f} µs/event   "
-            f"ratio {statistics.median(ratios):.2f}x median of rounds, "
-            f"{fastest:.2f}x of the fastest rounds (target ≤ 1.30x)"
+            f"{MODES[m.mode]:28s} no index {m.plain_us:6.2f} µs/event   "
+            f"1 index {m.indexed_us:6.2f} µs/event   "
+            f"ratio {m.ratio:.2f}x median of rounds, "
+            f"{m.fastest_ratio:.2f}x of the fastest rounds (target ≤ 1.30x)"
         )
-        if mode == "lifecycle":  # where a lifecycle's cost is, step by step
-            for kind in dict.fromkeys(LIFECYCLE):
-                alone = statistics.median(by_kind[id(plain)][kind])
-                with_index = statistics.median(by_kind[id(indexed)][kind])
-                print(
-                    f"  {kind:26s} no index {alone:6.2f} µs/event   1 index {with_index:6.2f} "
-                    f"µs/event   ratio {with_index / alone:.2f}x of the medians"
-                )
-    for name, cache in (("no index", plain), ("1 index", indexed)):
-        stored = len(cache.registry)
-        pinned = cache.registry.pinned_bytes() / stored if stored else 0.0
-        print(f"pinned per stored snapshot, {name}: {pinned:,.0f} B ({stored:,} snapshots)")
-    # The index kept up with every event: one node's pods, through it and by a full scan.
-    snap = indexed.snapshot()[1]
-    on_node = [it.key for it in snap.scan() if it.fields["spec.nodeName"] == "node-00001"]
-    assert snap.scan_index(*NODE_INDEX, ["node-00001"]).keys() == on_node
+        for kind, (alone, with_index) in m.steps.items():
+            print(
+                f"  {kind:26s} no index {alone:6.2f} µs/event   1 index {with_index:6.2f} "
+                f"µs/event   ratio {with_index / alone:.2f}x of the medians"
+            )
+    for name, label in (("plain", "no index"), ("indexed", "1 index")):
+        print(f"pinned per stored snapshot, {label}: {cost.pinned_per_snapshot[name]:,.0f} B")
+    print(
+        f"index RSS per entry, declared on {args.n:,} bulk-loaded pods: {per_entry:.1f} B "
+        "(target ≤ 48 B)"
+    )
 
 
 if __name__ == "__main__":

@@ -60,9 +60,12 @@ Targets (issue 24), shown met / missed beside the measurements, never asserted: 
 node at RV=0 p50 <= 1 ms, p99 <= 5 ms, >= 3,000 LIST/s with 32 connections; consistent
 >= 2,000 LIST/s, and <= 1.5 ms above the same LIST at RV=0 on a quiet cluster (p50 of the
 paired differences); watchers: dispatch <= 50 µs per event (paced mean), delivery p99 <=
-50 ms, nothing lost. Issue 24's rate targets date from a floor of 38,336/s on this machine
-(read_path.py's ISSUE_FLOOR), several times this shared machine's floor nowadays: the
-table also shows them scaled to this run's floor.
+50 ms, nothing lost; the index: at most 48 B of memory per indexed pod, and writes with it
+at most 1.3x WatchCache.apply's cost without it (same-run ratio; status updates and pod
+lifecycles, from bench/index_apply_cost.py, whose docstring has the method, run here at this
+scenario's size after the servers have gone). Issue 24's rate targets date from a floor of
+38,336/s on this machine (read_path.py's ISSUE_FLOOR), several times this shared machine's
+floor nowadays: the table also shows them scaled to this run's floor.
 
 Report: bench/results/kubelet.json (every sample), kubelet.png, this scenario's section of
 bench/README.md, and its lines of the summary (``run_all.py``). Exit status 1 when a check
@@ -88,6 +91,8 @@ from pathlib import Path
 
 from ab_apiserver import BOOT, WORKTREE, Tree, TreeServer, cpu_ns, installed_core, prepare
 from harness import KeepAliveClient, etcd, etcd_version, parser, percentile, rss, workspace
+from index_apply_cost import LIFECYCLE, MODES, IndexWriteCost
+from index_apply_cost import measure as measure_index_writes
 from read_path import ISSUE_FLOOR, Latency, Load, floor_server, run_wrk, wrk_binary
 from reporting import Headline, Report, Target, figure, fmt_ms, markdown
 from watch_dispatch import RATE as WATCH_RATE
@@ -118,6 +123,8 @@ TARGET_P99_MS = 5.0
 TARGET_RV0_RATE = 3_000.0
 TARGET_CONSISTENT_RATE = 2_000.0
 TARGET_OVERHEAD_MS = 1.5
+TARGET_INDEX_BYTES = 48.0  # resident bytes per indexed pod
+TARGET_WRITE_RATIO = 1.3  # WatchCache.apply with the index over without, same run
 SERVE_FLAGS = ("--resources", "pods,namespaces", "--no-enable-garbage-collector")
 NO_INDEX_FLAG = "--no-list-indexes"
 KINDS = ("rv0", "consistent")
@@ -492,6 +499,9 @@ class Run:
     outcomes: list[Outcome] = field(default_factory=list)
     watch: VariantResult | None = None
     wake_penalty_us: dict[str, float] = field(default_factory=dict)
+    index_writes: IndexWriteCost | None = None  # in this process, index_apply_cost.py
+    index_memory_pods: int = 0
+    index_bytes_per_pod: float = math.nan
 
 
 async def run(s: Sizes, code: Code, wrk: str, folder: Path) -> Run:
@@ -657,7 +667,52 @@ def targets(r: Run) -> list[Target]:
                    f"{w.lost} / {w.duplicates_or_reordered} / {w.terminated}",
                    w.lost == 0 and w.duplicates_or_reordered == 0 and w.terminated == 0),
         ]  # fmt: skip
+    if r.index_writes is not None:
+        keeps, lifecycle = r.index_writes.mode("keeps"), r.index_writes.mode("lifecycle")
+        out += [
+            Target(f"index memory per indexed pod (RSS, declared on {r.index_memory_pods:,})",
+                   f"≤ {TARGET_INDEX_BYTES:g} B", f"{r.index_bytes_per_pod:.1f} B",
+                   at_most(r.index_bytes_per_pod, TARGET_INDEX_BYTES)),
+            Target("writes with one index (WatchCache.apply, same run): status updates",
+                   f"≤ {TARGET_WRITE_RATIO:g}x", f"{keeps.ratio:.2f}x",
+                   at_most(keeps.ratio, TARGET_WRITE_RATIO)),
+            Target("  pod lifecycles (create, bind, five updates, delete)",
+                   f"≤ {TARGET_WRITE_RATIO:g}x", f"{lifecycle.ratio:.2f}x",
+                   at_most(lifecycle.ratio, TARGET_WRITE_RATIO)),
+        ]  # fmt: skip
     return out
+
+
+#: Pods the index's memory is measured on at least: fewer fit in memory a process holds anyway.
+INDEX_MEMORY_PODS = 150_000
+
+
+def index_bytes_per_pod(s: Sizes) -> tuple[int, float]:
+    """How many pods, and the index's resident bytes per pod, measured by index_apply_cost.py
+    in a process of its own (in this one, node memory freed earlier would be reused)."""
+    pods = max(s.pods, INDEX_MEMORY_PODS)
+    script = Path(__file__).with_name("index_apply_cost.py")
+    args = ["--memory-only", "--n", str(pods), "--nodes", str(pods // PODS_PER_NODE)]
+    out = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, check=True
+    )
+    return pods, float(out.stdout.split()[-1])
+
+
+def index_write_table(cost: IndexWriteCost) -> str:
+    """WatchCache.apply without and with the spec.nodeName index, per kind of write and per
+    step of a pod's lifecycle."""
+    header = ["write (WatchCache.apply)", "no index, µs/event", "1 index, µs/event",
+              "ratio: median of rounds", "ratio of the fastest rounds"]  # fmt: skip
+    rows = []
+    for m in cost.modes:
+        rows.append([MODES[m.mode], f"{m.plain_us:.2f}", f"{m.indexed_us:.2f}", f"{m.ratio:.2f}x",
+                     f"{m.fastest_ratio:.2f}x"])  # fmt: skip
+        for step in dict.fromkeys(LIFECYCLE) if m.steps else ():
+            alone, with_index = m.steps[step]
+            rows.append([f"&nbsp;&nbsp;{step}", f"{alone:.2f}", f"{with_index:.2f}",
+                         f"{with_index / alone:.2f}x (of the medians)", ""])  # fmt: skip
+    return markdown(header, rows, "lrrrr")
 
 
 def target_table(r: Run) -> str:
@@ -708,6 +763,14 @@ def headlines(r: Run) -> list[Headline]:
             "event (mean), delivery p99, lost",
             f"{w.dispatch_us['mean']:,.1f} µs, {fmt_ms(w.delivery_ms['p99'])}, lost {w.lost}",
             note=f"{w.pods:,} pods; back to back {w.burst_dispatch_us['mean']:,.1f} µs/event",
+        ))  # fmt: skip
+    if r.index_writes is not None:
+        keeps, lifecycle = r.index_writes.mode("keeps"), r.index_writes.mode("lifecycle")
+        lines.append(Headline(
+            "", "the index: WatchCache.apply with it / without, status updates / pod "
+            "lifecycles; memory per pod",
+            f"{keeps.ratio:.2f}x / {lifecycle.ratio:.2f}x; {r.index_bytes_per_pod:.1f} B",
+            note=f"targets ≤ {TARGET_WRITE_RATIO:g}x, ≤ {TARGET_INDEX_BYTES:g} B",
         ))  # fmt: skip
     return lines
 
@@ -775,6 +838,11 @@ def main(argv: list[str] | None = None) -> int:
         tree = prepare("kubelet", args.tree, folder / "tree", True)
         print(f"apiserver: {tree.description}", flush=True)
         r = asyncio.run(run(s, Code(tree, installed_core()), wrk, folder))
+    # The index's cost to writes and memory, in this process (the working tree's cache on the
+    # installed engine), after the servers have gone.
+    print("index cost to WatchCache.apply and memory ...", flush=True)
+    r.index_writes = w = measure_index_writes(s.pods, s.nodes, seed=SEED)
+    r.index_memory_pods, r.index_bytes_per_pod = index_bytes_per_pod(s)
     end_load = [round(x, 2) for x in os.getloadavg()]
     e = next((o for o in r.outcomes if o.name == "etcd"), None)
     report.how = (
@@ -794,10 +862,15 @@ def main(argv: list[str] | None = None) -> int:
         "back; the same without the watcher index is its own section); this machine's wake "
         "penalty: "
         f"twenty dict lookups {r.wake_penalty_us.get('cold_us', math.nan):.1f} µs after a "
-        f"10 ms sleep, {r.wake_penalty_us.get('warm_us', math.nan):.1f} µs warm. Load "
-        f"average at the end: {end_load[0]}. The method is the script's docstring."
+        f"10 ms sleep, {r.wake_penalty_us.get('warm_us', math.nan):.1f} µs warm. Writes: "
+        f"bench/index_apply_cost.py's measurement in this process, {s.pods:,} pods over "
+        f"{s.nodes:,} nodes in two caches, with and without the index, the same events in "
+        f"alternating rounds ({w.rounds} rounds of {w.ops} events, history window "
+        f"{w.window:,}), CPU time; the index's memory: RSS of declaring it on a tree of "
+        f"{r.index_memory_pods:,} such pods, in a process of its own. Load average at the "
+        f"end: {end_load[0]}. The method is the script's docstring."
     )
-    report.tables += [case_table(r), target_table(r), detail_table(r)]
+    report.tables += [case_table(r), target_table(r), detail_table(r), index_write_table(w)]
     if r.watch is not None:
         report.tables.append(watch_table([r.watch]))
     report.headline = headlines(r)
@@ -814,6 +887,9 @@ def main(argv: list[str] | None = None) -> int:
         "targets": [asdict(t) for t in targets(r)],
         "watch": asdict(r.watch) | {"met": r.watch.met} if r.watch else None,
         "wake_penalty_us": r.wake_penalty_us,
+        "index_writes": asdict(w),
+        "index_memory_pods": r.index_memory_pods,
+        "index_bytes_per_pod": r.index_bytes_per_pod,
     }
     report.publish_as_asked(args, plot=plot(r))
     failed = [o for o in r.outcomes if o.problems or any(x.non_2xx for x in o.load.values())]
