@@ -33,20 +33,19 @@ bench-native``).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import itertools
-import os
 import random
 import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from cache_scenarios import loaded_cache
+from harness import rss
 from watchcache import Item, Tree
 from watchcache.cache.event import Event, EventType
 from watchcache.cache.watch_cache import WatchCache
+from watchcache.sync.reflector import release_free_heap
 from workload import PREFIX, make_value, seed_from_env
 
 NODE_INDEX = ("field", "spec.nodeName")
@@ -266,23 +265,13 @@ def rss_per_entry(n: int, nodes: int, *, value_bytes: int = 1024, seed: int = 1)
     )
     tree = Tree.from_sorted(items)
     del items
-    trim_heap()
-    before = rss_bytes()
+    release_free_heap()
+    before = rss()
     tree.add_index(*NODE_INDEX)
-    trim_heap()  # the build's sort buffer is malloc'ed and freed
-    grown = rss_bytes() - before
+    release_free_heap()  # the build's sort buffer is malloc'ed and freed
+    grown = rss() - before
     assert len(tree.snapshot().scan_index(*NODE_INDEX, [pod(0, 0, 1, 0).fields["spec.nodeName"]]))
     return grown / n
-
-
-def trim_heap() -> None:
-    """Returns freed heap memory to the system, so that RSS counts what is in use."""
-    ctypes.CDLL(None).malloc_trim(0)
-
-
-def rss_bytes() -> int:
-    with Path("/proc/self/statm").open() as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def main() -> None:
