@@ -324,6 +324,9 @@ TYPED_TEST(SecondaryIndexTest, RandomWritesMatchModelWhileManySnapshotsLive) {
   TypeParam tree;
   tree.add_index(kNode);
   tree.add_index(kApp);
+  // Small fan-outs fold their index changes every few writes, the default one seldom: both
+  // a reader of long epochs and one of many folds are checked.
+  if (F < 32) tree.set_index_epoch_capacity(static_cast<std::uint32_t>(uniform<std::size_t>(this->rng_, 16, 64)));
   ObjModel model;
   std::vector<Version<F>> versions;
   // Put percentages per phase: grow, churn, shrink almost to empty, regrow.
@@ -366,8 +369,9 @@ TYPED_TEST(SecondaryIndexTest, RandomWritesMatchModelWhileManySnapshotsLive) {
 
   versions.clear();
   tree.collect();
-  EXPECT_EQ(tree.domain()->retired_bytes(), 0u);
-  EXPECT_EQ(this->live_bytes(), static_cast<std::int64_t>(tree.nbytes()));
+  // What is left retired is what waits for the next fold.
+  EXPECT_EQ(tree.domain()->retired_bytes(), tree.deferred_bytes());
+  EXPECT_EQ(this->live_bytes(), static_cast<std::int64_t>(tree.nbytes() + tree.deferred_bytes()));
 }
 
 TYPED_TEST(SecondaryIndexTest, AValueChangeMovesTheItemAndOldSnapshotsKeepTheOldPlace) {
@@ -432,10 +436,11 @@ TYPED_TEST(SecondaryIndexTest, ItemsWithoutTheFieldReadAsEmptyAndWithoutTheLabel
   // A label present with the empty value is indexed under ""; an absent one nowhere.
   EXPECT_EQ(keys(scan_index(snap, kApp, empty, {})), (std::vector<std::string>{"/c"}));
   EXPECT_EQ(keys(scan_index(snap, kApp, x, {})), (std::vector<std::string>{"/b"}));
-  EXPECT_EQ(snap.indexes().get()->roots[1].size, 2u);
+  const std::vector<std::string_view> both{"", "x"};
+  EXPECT_EQ(count_index(snap, kApp, both, {}), 2u);
   // Dropping the label takes the item out of the label index; adding it back returns it.
   tree.put(make_obj("/b", Obj{"", std::nullopt, 4}));
-  EXPECT_EQ(tree.snapshot().indexes().get()->roots[1].size, 1u);
+  EXPECT_EQ(count_index(tree.snapshot(), kApp, both, {}), 1u);
   tree.put(make_obj("/a", Obj{std::nullopt, "x", 5}));
   const auto later = tree.snapshot();
   EXPECT_EQ(keys(scan_index(later, kApp, x, {})), (std::vector<std::string>{"/a"}));
@@ -514,15 +519,26 @@ TYPED_TEST(SecondaryIndexTest, DeclarationsAreValidated) {
 TYPED_TEST(SecondaryIndexTest, SnapshotsWithoutWritesInBetweenShareOneRootsRecord) {
   TypeParam tree;
   tree.add_index(kNode);
+  tree.set_index_epoch_capacity(16);
   tree.put(make_obj("/a", Obj{"n", {}, 1}));
   const auto s1 = tree.snapshot();
   const auto s2 = tree.snapshot();
   EXPECT_EQ(s1.indexes().get(), s2.indexes().get());
+  // Writes between folds change the epoch, not the index trees: the record stays, and each
+  // snapshot reads the epoch's changes up to its own version.
   tree.put(make_obj("/b", Obj{"n", {}, 2}));
   const auto s3 = tree.snapshot();
-  EXPECT_NE(s3.indexes().get(), s2.indexes().get());
+  EXPECT_EQ(s3.indexes().get(), s2.indexes().get());
   EXPECT_EQ(count_index(s2, kNode, {"n"}, {}), 1u);
   EXPECT_EQ(count_index(s3, kNode, {"n"}, {}), 2u);
+  // A fold writes new index trees: a new record.
+  for (int i = 0; i < 40; ++i) tree.put(make_obj("/c" + std::to_string(i), Obj{"m", {}, 3 + i}));
+  const auto s4 = tree.snapshot();
+  EXPECT_NE(s4.indexes().get(), s3.indexes().get());
+  EXPECT_EQ(count_index(s3, kNode, {"n"}, {}), 2u);
+  EXPECT_EQ(count_index(s4, kNode, {"m"}, {}), 40u);
+  EXPECT_NO_THROW(check_indexes(s3));
+  EXPECT_NO_THROW(check_indexes(s4));
 }
 
 // A tree's indexes are not read by the scan path: without indexes a tree and its snapshots
@@ -658,6 +674,7 @@ TEST(SecondaryIndexConcurrencyTest, ReadersScanIndexesWhileTheWriterMovesItems) 
   CTree tree;
   tree.add_index(kNode);
   tree.add_index(kApp);
+  tree.set_index_epoch_capacity(64);  // folds while readers walk epochs and index trees
   BasicSnapshotRegistry<kF> registry;
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> newest{0};
@@ -685,8 +702,16 @@ TEST(SecondaryIndexConcurrencyTest, ReadersScanIndexesWhileTheWriterMovesItems) 
       const std::size_t counted = count_index(snap, spec, values, {});
       const std::size_t all = scan(snap, {}, [&](const Item& it) { return detail::indexed_value(it, spec) == value; })
                                   .items.size();
+      bool checked = true;
+      if (chance(rng, 5)) {
+        try {
+          check_indexes(snap);
+        } catch (const std::logic_error&) {
+          checked = false;
+        }
+      }
       if (got.items != want.items || got.next_key != want.next_key || got.remaining != want.remaining ||
-          counted != all) {
+          counted != all || !checked) {
         std::lock_guard lock(failures_mu);
         failures.push_back("rv " + std::to_string(entry->first) + " " + describe(spec) + "=" + value);
       }
@@ -733,6 +758,107 @@ TEST(SecondaryIndexConcurrencyTest, ReadersScanIndexesWhileTheWriterMovesItems) 
   EXPECT_TRUE(failures.empty()) << failures.size() << " pages disagreed, first: " << failures.front();
   EXPECT_GT(pages.load(), 0u);
   registry.clear();
+  EXPECT_NO_THROW(tree.check_invariants());
+}
+
+// The writer's net effect of an epoch's changes, by pointer: what a fold applies, and what a
+// reader's overlay is made of.
+TEST(IndexNetTest, ChangesNetByPointer) {
+  const ItemRef a = make_obj("/a", Obj{"n", {}, 1}), a2 = make_obj("/a", Obj{"n", {}, 2}),
+                a3 = make_obj("/a", Obj{"n", {}, 3}), b = make_obj("/b", Obj{"n", {}, 4}),
+                p = make_obj("/p", Obj{"n", {}, 5}), p2 = make_obj("/p", Obj{"n", {}, 6}),
+                q = make_obj("/q", Obj{"n", {}, 7});
+  const detail::IndexHash h = 42;
+  detail::IndexNet net;
+  auto added = [&net] {
+    std::map<const Item*, const Item*> out;
+    net.for_each_added([&](const detail::IndexNet::Added& x) { out[x.item] = x.origin; });
+    return out;
+  };
+  // A tree entry renamed twice: one entry of the trees names the last item.
+  EXPECT_EQ(net.apply(h, a.get(), a2.get()), a.get()) << "taken out of the trees: the caller keeps it";
+  EXPECT_EQ(net.apply(h, a2.get(), a3.get()), nullptr) << "a2 was never in the trees";
+  EXPECT_EQ(added(), (std::map<const Item*, const Item*>{{a3.get(), a.get()}}));
+  // A tree entry removed: the trees lose it.
+  EXPECT_EQ(net.apply(h, b.get(), nullptr), b.get());
+  // An entry the epoch added, renamed, then removed: nothing reaches the trees.
+  EXPECT_EQ(net.apply(h, nullptr, p.get()), nullptr);
+  EXPECT_EQ(net.apply(h, p.get(), p2.get()), nullptr);
+  EXPECT_EQ(net.apply(h, p2.get(), nullptr), nullptr);
+  // An added entry stays added.
+  EXPECT_EQ(net.apply(h, nullptr, q.get()), nullptr);
+  EXPECT_EQ(added(), (std::map<const Item*, const Item*>{{a3.get(), a.get()}, {q.get(), nullptr}}));
+  // The renamed tree entry removed at last: the trees lose a, not a3.
+  EXPECT_EQ(net.apply(h, a3.get(), nullptr), nullptr);
+  std::vector<const Item*> removed;
+  for (const auto& r : net.removed()) removed.push_back(r.item);
+  std::sort(removed.begin(), removed.end());
+  std::vector<const Item*> want{a.get(), b.get()};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(removed, want);
+  EXPECT_EQ(added(), (std::map<const Item*, const Item*>{{q.get(), nullptr}}));
+  net.clear();
+  EXPECT_TRUE(net.empty());
+}
+
+class IndexEpochTest : public testing::LeakCheckedTest {};
+
+// An item the trees name that a write replaces stays alive, counted as retired, until the
+// fold takes it out of the trees, though no snapshot pins it; then it is freed.
+TEST_F(IndexEpochTest, AReplacedTreeEntryLivesUntilTheFold) {
+  BasicTree<8> tree;
+  tree.add_index(kNode);
+  tree.set_index_epoch_capacity(16);
+  tree.put(make_obj("/a", Obj{"n", {}, 1}));
+  for (int i = 0; i < 16; ++i) tree.put(make_obj("/f" + std::to_string(i), Obj{"m", {}, 2 + i}));  // folds /a in
+  ASSERT_EQ(tree.deferred_bytes(), 0u);
+  const ItemRef replaced = make_obj("/a", Obj{"n", {}, 30});
+  const std::size_t first_bytes = ItemRef::share(tree.get("/a"))->nbytes();
+  tree.put(make_obj("/a", Obj{"n", {}, 31}));
+  EXPECT_EQ(tree.deferred_bytes(), first_bytes);
+  EXPECT_EQ(tree.domain()->retired_bytes(), first_bytes);
+  EXPECT_EQ(this->live_items(), static_cast<std::int64_t>(tree.size()) + 2) << "the tree's, the old /a, `replaced`";
+  for (int i = 0; i < 16; ++i) tree.put(make_obj("/g" + std::to_string(i), Obj{"m", {}, 40 + i}));  // the fold
+  EXPECT_EQ(tree.deferred_bytes(), 0u);
+  tree.collect();
+  EXPECT_EQ(tree.domain()->retired_bytes(), 0u);
+  EXPECT_EQ(this->live_items(), static_cast<std::int64_t>(tree.size()) + 1);
+  const auto snap = tree.snapshot();
+  EXPECT_EQ(count_index(snap, kNode, {"n"}, {}), 1u);
+  EXPECT_EQ(count_index(snap, kNode, {"m"}, {}), 32u);
+  EXPECT_NO_THROW(check_indexes(snap));
+}
+
+// A snapshot taken inside an epoch goes on reading its own version after later writes and
+// folds: the changes after it are skipped, the trees it read stay its own.
+TEST_F(IndexEpochTest, OldSnapshotsReadTheirVersionAcrossFolds) {
+  BasicTree<8> tree;
+  tree.add_index(kNode);
+  tree.set_index_epoch_capacity(16);
+  for (int i = 0; i < 10; ++i) tree.put(make_obj("/p" + std::to_string(i), Obj{"n1", {}, i}));
+  const auto mid = tree.snapshot();
+  for (int i = 0; i < 10; i += 2) tree.put(make_obj("/p" + std::to_string(i), Obj{"n2", {}, 20 + i}));
+  tree.erase("/p1");
+  for (int i = 0; i < 40; ++i) tree.put(make_obj("/q" + std::to_string(i), Obj{"n3", {}, 40 + i}));
+  const auto late = tree.snapshot();
+  auto keys = [](const auto& r) {
+    std::vector<std::string> out;
+    for (const Item* it : r.items) out.emplace_back(it->key());
+    return out;
+  };
+  const std::vector<std::string_view> n1{"n1"}, n2{"n2"};
+  EXPECT_EQ(keys(scan_index(mid, kNode, n1, {})).size(), 10u);
+  EXPECT_EQ(keys(scan_index(mid, kNode, n2, {})).size(), 0u);
+  EXPECT_EQ(keys(scan_index(late, kNode, n1, {})), (std::vector<std::string>{"/p3", "/p5", "/p7", "/p9"}));
+  EXPECT_EQ(keys(scan_index(late, kNode, n2, {})), (std::vector<std::string>{"/p0", "/p2", "/p4", "/p6", "/p8"}));
+  ScanOptions page;
+  page.limit = 2;
+  page.start = "/p3";
+  page.start_inclusive = false;
+  EXPECT_EQ(keys(scan_index(late, kNode, n1, page)), (std::vector<std::string>{"/p5", "/p7"}));
+  EXPECT_EQ(count_index(late, kNode, n1, page), 3u);
+  EXPECT_NO_THROW(check_indexes(mid));
+  EXPECT_NO_THROW(check_indexes(late));
   EXPECT_NO_THROW(tree.check_invariants());
 }
 

@@ -88,8 +88,10 @@
 //                ParkedNodes::restock (node_memory.hpp, which describes the tiers)
 //   invariants   Tree::check_invariants -> View::check (read); View::loose_prefixes counts
 //                the nodes whose prefix is shorter than their keys share
-//   indexes      secondary indexes, written by put / take / assign_sorted / clear and
-//                carried by snapshots: secondary_index.hpp has their own design and map
+//   indexes      secondary indexes, changed by put / take / assign_sorted / clear (an item
+//                the index trees name waits for their next fold to retire:
+//                defer_item_retirement) and carried by snapshots: secondary_index.hpp has
+//                their own design and map
 #pragma once
 
 #include "watchcache/btree_node.hpp"

@@ -4,8 +4,10 @@
 // handing what a write replaced to the reclamation domain (retire_node, retire_item,
 // release_all: reclaim.hpp). What a write does to one node's slots and prefix is
 // btree_node.hpp's; where its node memory comes from is node_memory.hpp's. The rules these
-// follow are at the top of btree.hpp. A tree with secondary indexes writes their entries in
-// the same writes (indexes_: secondary_index.hpp); a tree without pays a null test per write.
+// follow are at the top of btree.hpp. A tree with secondary indexes records their changes in
+// the same writes and defers the retirement of the items their trees still name until the
+// next fold (indexes_, defer_item_retirement: secondary_index.hpp); a tree without pays a
+// null test per write.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +60,9 @@ class BasicTree {
   bool empty() const noexcept { return size_ == 0; }
   std::uint64_t version() const noexcept { return version_; }
   std::size_t nbytes() const noexcept { return bytes_; }
+  // Items the tree replaced or removed whose retirement waits for the next fold of its index
+  // changes (defer_item_retirement): not in nbytes(), counted in the domain's retired bytes.
+  std::size_t deferred_bytes() const noexcept { return deferred_bytes_; }
   detail::View<F> view() const noexcept { return {root_, height_, size_}; }
   const Item* get(std::string_view k) const noexcept { return view().find(k); }
   const std::shared_ptr<detail::ReclaimDomain>& domain() const noexcept { return domain_; }
@@ -78,7 +83,13 @@ class BasicTree {
     (first ? *first : *indexes_).validate(spec);
     if (first) indexes_ = std::move(first);
     indexes_->add(*this, std::move(spec), view());
-    settle_node_counts();
+    flush_retired();  // what folding the other indexes first replaced
+  }
+  // How many index changes the writer gathers before it folds them into the index trees
+  // (secondary_index_epoch.hpp); tests lower it so that folds happen often.
+  void set_index_epoch_capacity(std::uint32_t changes) {
+    if (!indexes_) throw std::logic_error("no index declared");
+    indexes_->set_epoch_capacity(changes);
   }
   // The declared indexes, in declaration order.
   std::vector<IndexSpec> indexes() const {
@@ -280,6 +291,45 @@ class BasicTree {
       owe_nodes(-1, node_size(leaf));
       detail::discard_node(n, node_size(leaf));
     }
+  }
+
+  // An item this write retires (queued in retiring_) that the index trees still name while
+  // the index epoch says it left them: its retirement waits for the fold that takes it out
+  // of the trees (end_deferred_retirements), so that every snapshot whose index trees name
+  // it, up to the fold, can compare it. Its bytes count as retired meanwhile.
+  void defer_item_retirement(const Item* it) {
+    for (auto r = retiring_.rbegin(); r != retiring_.rend(); ++r) {
+      if (r->is_item && r->ptr == it) {
+        deferred_items_.push_back(*r);
+        deferred_bytes_ += r->bytes;
+        domain_->hold_bytes(static_cast<std::int64_t>(r->bytes));
+        retiring_.erase(std::next(r).base());
+        return;
+      }
+    }
+  }
+  void end_deferred_retirements() {
+    for (detail::ReclaimDomain::Retired& r : deferred_items_) {
+      r.death = version_;
+      retiring_.push_back(r);
+    }
+    stop_deferring();
+  }
+  void stop_deferring() {
+    domain_->hold_bytes(-static_cast<std::int64_t>(deferred_bytes_));
+    deferred_items_.clear();
+    deferred_bytes_ = 0;
+  }
+  void release_deferred_retirements(std::uint64_t death, bool pinned) {
+    for (detail::ReclaimDomain::Retired& r : deferred_items_) {
+      if (pinned) {
+        r.death = death;
+        retiring_.push_back(r);
+      } else {
+        static_cast<const Item*>(r.ptr)->release();
+      }
+    }
+    stop_deferring();
   }
 
   // Retirements of one write are queued and handed over together (one lock per write).
@@ -534,10 +584,11 @@ class BasicTree {
   // Hands every live node and item to the domain as leaving at `death` (kForever when the
   // tree itself goes away). With no snapshot pinned, frees directly.
   void release_all(std::uint64_t death) {
-    if (!root_) return;
+    // The index trees may hold entries while the tree is empty (removals not folded yet).
+    if (!root_ && !indexes_) return;
     const bool pinned = domain_->oldest_pin() != detail::kForever;
     if (indexes_) indexes_->release(*this, death, pinned);  // no item is read: before the items go
-    release_subtree(root_, death, pinned);
+    if (root_) release_subtree(root_, death, pinned);
     flush_retired();
   }
 
@@ -565,6 +616,8 @@ class BasicTree {
   std::shared_ptr<detail::ReclaimDomain> domain_;
   std::array<detail::NodeStock, 2> stock_;  // free leaves, free internal nodes (node_memory.hpp)
   std::vector<detail::ReclaimDomain::Retired> retiring_;
+  std::vector<detail::ReclaimDomain::Retired> deferred_items_;  // defer_item_retirement
+  std::size_t deferred_bytes_ = 0;
   std::int64_t owed_nodes_ = 0, owed_bytes_ = 0;  // see settle_node_counts()
   Node* root_ = nullptr;
   unsigned height_ = 0;

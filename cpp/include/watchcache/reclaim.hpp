@@ -40,6 +40,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -152,11 +153,15 @@ class ReclaimDomain {
     return before - retired_bytes_;
   }
 
-  // Bytes of retired objects still held for live snapshots.
+  // Bytes of retired objects still held for live snapshots, with the items whose retirement
+  // the writer defers for its index trees (hold_bytes).
   std::size_t retired_bytes() const {
     std::lock_guard lock(mu_);
-    return retired_bytes_;
+    return retired_bytes_ + static_cast<std::size_t>(deferred_bytes_.load(std::memory_order_relaxed));
   }
+  // The writer keeps `delta` more (or, negative, fewer) bytes of items out of the retired
+  // list for a while, for the snapshots of its index epoch (BasicTree::defer_item_retirement).
+  void hold_bytes(std::int64_t delta) noexcept { deferred_bytes_.fetch_add(delta, std::memory_order_relaxed); }
   std::size_t retired_count() const {
     std::lock_guard lock(mu_);
     return retired_.size();
@@ -336,6 +341,7 @@ class ReclaimDomain {
   std::size_t zero_pins_ = 0;
   std::deque<Retired> retired_;
   std::size_t retired_bytes_ = 0;
+  std::atomic<std::int64_t> deferred_bytes_{0};  // hold_bytes
   std::size_t sweep_threshold_ = 1024;
 };
 

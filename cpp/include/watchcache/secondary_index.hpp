@@ -2,8 +2,9 @@
 // every snapshot as of its version. This file is the entry point: the design, a map of where
 // each operation is implemented, and the public names. The code is in
 // secondary_index_node.hpp (specs, entry order, node layout, the roots a snapshot carries),
-// secondary_index_read.hpp (walks, ranks, scan_index, count_index, the invariant check) and
-// secondary_index_write.hpp (IndexSet: the writer).
+// secondary_index_epoch.hpp (the changes since the last fold, and their net effect),
+// secondary_index_read.hpp (walks, ranks, overlays, scan_index, count_index, the invariant
+// check) and secondary_index_write.hpp (IndexSet: the writer and the fold).
 //
 // What. A tree declares indexes (BasicTree::add_index): a selectable field (pods:
 // spec.nodeName) or a label key; namespace and name need none, they are the key's prefix.
@@ -38,67 +39,96 @@
 // hash of its child's minimum entry (16 B a slot: hash, count, child); a tie reads the entry
 // from the child's leftmost leaf.
 //
-// Same writes, same versions. BasicTree::put, exchange, take, erase, assign_sorted and
-// clear update the indexes inside the same call, by the same single writer, before the
-// write's retirements go to the reclaim domain (so an entry's old item is still alive while
-// it is compared). An update that keeps the value repoints the entry to the new item (its
-// place is the same); one that changes the value moves it (erase + insert); an item without
-// a label leaves (or never enters) that label's index. Index nodes are copied on write with
-// the tree's rule (born in the current version: written in place; else copied and the
-// original retired) and retired into the tree's own ReclaimDomain with (birth, death), so the
-// version-interval reclamation of reclaim.hpp frees them exactly when it frees the tree's
-// nodes of the same versions. Their sizes are the tree's leaf and internal node sizes (56
-// entries of 12 B per 704 B leaf, 62 children of 16 B per 1,024 B internal node at F=32:
-// three levels hold 150,000 entries), so they come from the same stock, go to the same
-// shelves when freed, and join the write's one batch of retirements (one domain lock per
-// write, as before).
+// Same writes, same versions, trees written by folds. BasicTree::put, exchange, take and
+// erase record each index's changes inside the same call, by the same single writer, as an
+// epoch's changes (secondary_index_epoch.hpp): "entry X goes", "entry Y comes", or both at once
+// for an update that keeps the value (the entry names the new item from this version on); an
+// update that changes the value is a going and a coming in two runs; an item without a label
+// leaves (or never enters) that label's index. The index trees themselves are written only by
+// a fold: when an epoch holds IndexEpoch::kCapacity changes (4,096), the next write first
+// applies their net effect (IndexNet: by pointer, so a pod created, bound, updated and deleted
+// inside one epoch costs the trees nothing) in hash order, all in its own version, so each
+// node is copied at most once per fold instead of once per write: removals, then entries that
+// name a newer item, then new entries. Index nodes are copied on write with the tree's rule
+// (born in the current version: written in place; else copied and the original retired) and
+// retired into the tree's own ReclaimDomain with (birth, death), so the version-interval
+// reclamation of reclaim.hpp frees them exactly when it frees the tree's nodes of the same
+// versions. Their sizes are the tree's leaf and internal node sizes (56 entries of 12 B per
+// 704 B leaf, 62 children of 16 B per 1,024 B internal node at F=32: three levels hold
+// 150,000 entries), so they come from the same stock, go to the same shelves when freed, and
+// join the write's one batch of retirements (one domain lock per write, as before).
+// assign_sorted and clear rebuild or release the trees and start a new epoch.
+//
+// Reading an epoch. A snapshot sees the trees of the last fold before it and the epoch's
+// changes up to its version. The epoch chains the changes of each (index, value hash), newest
+// first, from a table of heads; a reader of a value walks its chain, nets the changes it may
+// see (RunOverlay: the tree entries that left, the tree entries that name a newer item, the
+// entries the trees lack, in key order) and merges that with the value's run in the trees.
+// Changes are written once and published by a release store of their chain's head, and an
+// epoch's arrays are allocated whole when it starts, so readers on other threads never see a
+// change half written or an array moved. The epoch is shared by the roots records of its
+// versions (below) and dropped with the last of them.
+//
+// Lifetimes. A tree entry that an epoch's change took out (the item replaced or removed) is
+// still in the trees until the fold, and readers of the epoch compare tree entries while they
+// walk (a separator's tie, a landing's neighbours), as does the fold that removes it. So the
+// writer defers that item's retirement (BasicTree::defer_item_retirement) until the fold, and
+// retires it then with the fold's version as its death: every snapshot up to the fold keeps
+// it, and it is freed by the same reclamation as everything else; meanwhile its bytes count
+// as retired (ReclaimDomain::hold_bytes). Deferred items also keep their addresses, so the
+// netting by pointer cannot mistake a new item for a tree entry; an item that an epoch both
+// added and took out is never compared, only matched by pointer, in the order of the changes.
 //
 // Snapshots. BasicTree::snapshot() gives the snapshot an IndexRoots record: every index's
-// root, size and height at that version, and the specs. It is shared by the snapshots of a
-// version (and by later ones while no write changed a root), reference counted because
-// snapshots are copied and dropped on any thread; the registry stores snapshots, so it holds
-// the roots of each resourceVersion with no change of its own. The record owns no node: the
-// snapshot's pin does, as for the tree. A tree without indexes gives none (an empty pointer
-// in the snapshot), so its writes and snapshots cost what they did.
+// root, size and height as of the last fold, the epoch, and the specs. It is shared by the
+// snapshots of every version until the next fold (a write changes the epoch, not the record),
+// reference counted because snapshots are copied and dropped on any thread; the registry
+// stores snapshots, so it holds the roots of each resourceVersion with no change of its own.
+// The record owns no node: the snapshot's pin does, as for the tree. A tree without indexes
+// gives none (an empty pointer in the snapshot), so its writes and snapshots cost what they
+// did.
 //
 // Invariants (IndexView::check, run by Tree::check_invariants and check_indexes on any
-// snapshot): each index is a valid counted B+tree (fill, counts, separators = the hash of
-// the child's minimum entry, births no later than the parent's); entries strictly ascending; every entry
-// is the item the same version's tree holds at its key, under that item's value and hash;
-// and there are as many entries as items with a value — so every item with an indexed value
-// has exactly its entry and no entry is stale. A field index holds every item (an absent
-// field reads as "", as Selector reads it); a label index only the items with the label.
+// snapshot): each index tree is a valid counted B+tree (fill, counts, separators = the hash
+// of the child's minimum entry, births no later than the parent's), its entries strictly
+// ascending, each under its item's value hash; every change of the epoch up to the version
+// takes out or renames an entry the tree holds, a renamed entry keeping its key and value;
+// and the entries the version sees (the tree's with those changes) are each the item the same
+// version's tree holds at its key, as many as the items with a value — so every item with an
+// indexed value has exactly its entry and no entry is stale. A field index holds every item
+// (an absent field reads as "", as Selector reads it); a label index only the items with the
+// label.
 //
-// Costs (n entries, v values asked, c candidates). Write with one index: one more O(log n)
-// descent and path copy (3 nodes at 150k entries, ~2.4 KB) per put or erase, two on a value
-// change. A repoint or removal reads no item (its entry is found by pointer, also at a
-// separator whose hash ties: index_land); an insert reads the items of its run that a search
-// by key visits, cold ones. Memory: 12 B per entry in a full leaf, under 1 B above it:
-// measured 12.6 B RSS per entry bulk-built, 18.7 B grown by random puts (target 48). A
-// snapshot after a write pins the index path too: 11.3 KB per stored snapshot against 5.2
-// KB without. Measured at 150,000 pods on 5,000 nodes, same-run ratios, 2 shared cores
-// whose memory answers a dependent load in ~185 ns at 64 MB: `python
-// bench/index_apply_cost.py` gives WatchCache.apply 1.23-1.28x with the index for status
-// updates (+1.0 us), 1.84-1.87x for moves to another node (+3.8 us: two paths and an
-// insert's search by key) and 1.49-1.50x over pod lifecycles (create, bind, five updates,
-// delete); build/bench/index_bench's write step (snapshot, registry, put) 1.25-1.34x
-// (keeps) and 2.41-2.51x (moves). By lifecycle step (the same script's per-step lines;
-// apply, us, without -> with): create 4.2 -> 5.3, bind 3.4 -> 8.0, status 3.4 -> 4.9,
-// delete 3.7 -> 5.0 (the reclamation of one step's nodes lands in a later step's). Issue 24's 1.3x holds for
-// status updates and not over lifecycles: there every event pays a path copy into nodes
-// freed a window of versions ago (~1-1.4 us here: perf puts it in the copies' stores and
-// in the reclamation of the nodes they retire, and the tree's own copies slow down beside
-// them), and the bind also an insert's cold reads. A lifecycle under 1.3x needs repoints
-// that copy no path at all (5 of its 9 index writes) and an insert that places its entry
-// without reading items, neither of which this layout gives; (7) and (8) below try the first,
-// (9) measures what it alone would give.
-// Callgrind (2 MB last level, `index_bench --probe keeps|moves --tree plain|indexed`, per
-// write step, indexed minus plain): a repoint +2.6 k instructions, +22 last-level read
-// misses and +40 write misses (~2.6 KB of copies, 41 lines).
-// A LIST of one node's 30 pods takes 5 us against 19 ms for the full scan; count_index of a
-// node ~1 us.
-// Snapshot: O(indexes) and one small allocation per version that wrote. scan_index: O(v log
-// n + c log v), against scan()'s O(range); count_index: O(v log n).
+// Costs (n entries, v values asked, c candidates, k changes of a value since the fold).
+// Write with one index: one or two changes appended (40 B each) with a store to their chain's
+// head, and the net effect's hash table updated; no item read, no node copied. Fold: per
+// renamed entry a leaf's hashes searched and one pointer written (renames descend together,
+// reading no item); per removal or new entry a descent as a single write's (a new entry reads
+// the items of its run that a search by key visits); each node copied at most once, ~2,700
+// leaves at 150k entries for 4,096 changes. Measured at 150,000 pods on 5,000 nodes, same-run
+// ratios, 2 shared cores, `python bench/index_apply_cost.py` (WatchCache.apply with the index
+// over without, median of rounds of 4,500 events, each holding a fold; two runs): status
+// updates 1.15-1.19x, pod lifecycles (create, bind, five updates, delete) 1.09x, moves to
+// another node 1.53-1.56x; before epochs, with a path copy per write, the same script gave
+// 1.22-1.28x, 1.45-1.51x and 1.84-1.87x. A fold of 4,096 status updates takes ~1.3 ms in that
+// cache (the apply that folds: the longest of 40,000); a lifecycle's changes mostly net to
+// nothing within an epoch. build/bench/index_bench's write step (snapshot, registry of 1,000,
+// put; every step, folds included): 1.31-1.40x (keeps) and 2.38-2.39x (moves) against
+// 1.37-1.38x and 2.51-2.59x with a path copy per write, the same hour. Callgrind (2 MB last
+// level, `index_bench --probe keeps --tree plain|indexed`, per write step, indexed minus
+// plain, the fold's share included): +2.1 k instructions, +12 last-level read misses and +16
+// write misses, against +2.6 k, +22 and +40 with a path copy per write: the cache lines a
+// write brings in, not its instructions, were the cost (perf of the cache's apply then put
+// half of the index's time in the tree's own copies and descents, slowed beside the index's).
+// Memory: 12 B per entry in a full leaf, under 1 B above it: measured 12.6 B RSS per entry
+// bulk-built, 18.7 B grown by random puts (target 48); an epoch's arrays, 288 KB, allocated
+// when it starts, one per 4,096 changes and dropped with its last snapshot; the items a fold
+// has yet to take out of the trees, held past their own retirement until it (at most an
+// epoch's replaced items). Pinned per stored snapshot (index_bench, registry of 1,000): 5.3 KB
+// with the index, 5.2 KB without (11.3 KB with a path copy per write).
+// A LIST of one node's 30 pods takes 4-5 us against 19 ms for the full scan; count_index of a
+// node ~1 us. Snapshot: O(indexes), and a small allocation per fold. scan_index: O(v (log n +
+// k) + c log v), against scan()'s O(range); count_index: O(v (log n + k)).
 //
 // Rejected. (1) Entries as items of a second BasicTree keyed by value + NUL + key: an item per
 // entry copies the key (~50 B) and an item header (40 B), over twice the memory target of 48 B per
@@ -131,8 +161,9 @@
 // fold's sort). Timed, it was no faster: index_bench keeps 1.94-2.05 us against 1.75-1.80 (plain
 // 1.29-1.44), bench/index_apply_cost.py 1.37-1.41x (keeps) and 1.49-1.51x (lifecycles) against
 // 1.22x and 1.51x, the same hour; and reads paid for the records: LIST by node 5.4-5.6 us against
-// 4.3, count_index 1.4-1.5 us against 0.75. What (7) and (8) leave: a repoint costs a descent and
-// a leaf however it is batched; only entries that no update keeping the value touches would
+// 4.3, count_index 1.4-1.5 us against 0.75. What (7) and (8) seemed to leave (wrongly: the epochs
+// above batch enough changes per fold to share leaves and descents): a repoint costs a descent
+// and a leaf however it is batched; only entries that no update keeping the value touches would
 // spare it, i.e. entries that name the item's key rather than the item (a read then finds each
 // candidate again in the snapshot's tree: build/bench/index_bench's "found again by key" row,
 // 13.4-14.1 us for a node's 30 pods against 3.35 us, three runs). (9) Their write path,
@@ -141,28 +172,43 @@
 // lifecycles still 1.46-1.48x (two runs), the bind 2.45-2.57x and the delete 1.85-1.92x (their
 // searches by key read cold items), the status steps 1.20-1.34x. So such a layout alone does not
 // bring lifecycles under 1.3x either: a lifecycle's one move (the bind) adds more than a whole
-// status update costs, and the target needs it, and the removals, about halved as well.
+// status update costs, and the target needs it, and the removals, about halved as well. The
+// epochs above are what did: unlike (8), a fold comes every 4,096 changes rather than every 64
+// snapshots (so changes share leaf copies), the writer nets changes by pointer in one hash
+// table instead of chaining each key's records, renames reach their leaves in one walk that
+// reads no item, and a reader nets only its value's chain. Two more alternatives measured
+// then: asking for the entry's leaf before the tree's own descent, so that their misses
+// overlap, changed nothing measurable (index_bench keeps 1.32-1.41x against 1.39x); a
+// per-function profile of the cache's apply (perf, the lifecycles of index_apply_cost) put
+// ~0.8 us of the index's ~2 us per event in its own code and ~1.2 us in the tree's copies,
+// descents and reclamation, slowed beside it.
 //
 // Threads. As the tree: one writer; snapshots, and scans of their indexes, from any thread.
 //
-// Where each operation is implemented ("node", "read", "write": the three files above;
-// "btree": btree_write.hpp):
-//   declare      BasicTree::add_index (btree) -> IndexSet::validate, add -> build (write)
-//   put          BasicTree::put (btree) -> IndexSet::on_put (write) -> repoint (same value),
-//                or erase and insert -> writable, insert_below, split_off, index_land (node)
-//   erase        BasicTree::take (btree) -> IndexSet::on_erase -> erase -> erase_below,
-//                rebalance (write)
+// Where each operation is implemented ("node", "read", "write", "epoch": the four files
+// above; "btree": btree_write.hpp):
+//   declare      BasicTree::add_index (btree) -> IndexSet::validate, add -> fold, build (write)
+//   put          BasicTree::put (btree) -> IndexSet::on_put (write) -> make_room, change ->
+//                IndexEpoch::append, IndexNet::apply (epoch); a tree entry taken out:
+//                BasicTree::defer_item_retirement (btree)
+//   erase        BasicTree::take (btree) -> IndexSet::on_erase -> as put
+//   fold         IndexSet::make_room -> fold -> erase, repoint, insert -> writable,
+//                insert_below, erase_below, rebalance, split_off (write), index_land (node);
+//                BasicTree::end_deferred_retirements (btree)
 //   bulk load    BasicTree::assign_sorted (btree) -> IndexSet::rebuild -> build (write)
-//   clear        BasicTree::release_all (btree) -> IndexSet::release (write)
+//   clear        BasicTree::release_all (btree) -> IndexSet::release (write) ->
+//                BasicTree::release_deferred_retirements (btree)
 //   node memory  BasicTree::take_index_node, drop_index_node, release_index_node (btree)
 //   snapshot     BasicTree::snapshot (btree) -> IndexSet::publish (write) -> IndexRoots
 //                (node), held by BasicSnapshot::indexes() (btree_read.hpp)
-//   read         scan_index, count_index (read) -> IndexRun, IndexWalker::seek,
-//                IndexView::rank -> index_land, index_child (node)
+//   read         scan_index, count_index (read) -> IndexRun, IndexView::overlay ->
+//                IndexEpoch::for_each_change, IndexNet (epoch) -> RunOverlay (read);
+//                IndexWalker::seek, IndexView::rank -> index_land, index_child (node)
 //   invariants   BasicTree::check_invariants, check_indexes -> IndexView::check (read)
 #pragma once
 
 #include "watchcache/btree.hpp"
+#include "watchcache/secondary_index_epoch.hpp"
 #include "watchcache/secondary_index_node.hpp"
 #include "watchcache/secondary_index_read.hpp"
 #include "watchcache/secondary_index_write.hpp"

@@ -15,11 +15,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "watchcache/btree_node.hpp"
 #include "watchcache/item.hpp"
+#include "watchcache/secondary_index_epoch.hpp"
 
 namespace watchcache {
 
@@ -62,7 +64,7 @@ inline std::string_view entry_value(const Item& item, const IndexSpec& spec) noe
 // is ever asked, so hash order loses nothing. 32 bits: a node holds a third more entries
 // than with 64 (fewer levels, fewer bytes copied per write), and values whose hashes collide
 // are still told apart, by the value (compare_entry).
-using IndexHash = std::uint32_t;
+static_assert(std::is_same_v<IndexHash, std::uint32_t>);
 
 inline IndexHash value_hash(std::string_view v) noexcept {
   std::uint64_t h = 1469598103934665603ull;
@@ -350,20 +352,21 @@ struct IndexRoot {
   friend bool operator==(const IndexRoot&, const IndexRoot&) = default;
 };
 
-// The roots of every index of a tree at one version, with the specs they were declared
-// with. Immutable once published; shared by every snapshot of the version (and the ones after
-// it while no write changed a root), reference counted because snapshots are copied and
-// dropped on any thread. It owns no node: the nodes' lifetime is the reclaim domain's, by
+// The roots of every index of a tree as of its last fold, with the epoch of changes since and
+// the specs they were declared with. Immutable once published; shared by every snapshot until
+// the next fold (each reads the epoch up to its own version), reference counted because
+// snapshots are copied and dropped on any thread. It owns no node: the nodes' lifetime is the reclaim domain's, by
 // version (reclaim.hpp), and a snapshot holds both the pin and this record.
 //
-// Layout: a record is made for every version that wrote and dropped with the version's last
-// snapshot, a window of versions later, when its lines are cold. The reference count, the
+// Layout: a record is made after every fold (and when an epoch starts) and dropped with the
+// last snapshot that holds it, a window of versions later, when its lines are cold. The reference count, the
 // specs and the first roots share the first line, and only the declared indexes' roots are written
 // (the others are never read), so making and dropping a record touch one line with one
 // index instead of four.
 struct IndexRoots {
   mutable std::atomic<std::uint32_t> refs{1};
   std::shared_ptr<const std::vector<IndexSpec>> specs;
+  IndexEpochRef epoch;  // the changes since the fold that wrote `roots`
   union {
     IndexRoot roots[kMaxIndexes];  // the first specs->size() are set (publish)
   };

@@ -20,18 +20,41 @@
 
 #include "watchcache/btree_read.hpp"
 #include "watchcache/item.hpp"
+#include "watchcache/secondary_index_epoch.hpp"
 #include "watchcache/secondary_index_node.hpp"
 
 namespace watchcache {
 namespace detail {
 
+// What an epoch's changes did to one run of an index tree, for one reader: entries of the
+// tree that left (`removed`), entries of the tree that name a newer item now (`renamed`:
+// same key and value), and entries the tree does not hold (`added`, in key order).
+struct RunOverlay {
+  std::vector<const Item*> removed;                          // by address
+  std::vector<std::pair<const Item*, const Item*>> renamed;  // by the tree's entry
+  std::vector<const Item*> added;                            // by key
+
+  // The item a tree entry stands for: null when it left.
+  const Item* resolve(const Item* entry) const noexcept {
+    if (!removed.empty() && std::binary_search(removed.begin(), removed.end(), entry)) return nullptr;
+    if (!renamed.empty()) {
+      const auto r = std::lower_bound(renamed.begin(), renamed.end(), std::make_pair(entry, static_cast<const Item*>(nullptr)));
+      if (r != renamed.end() && r->first == entry) return r->second;
+    }
+    return entry;
+  }
+};
+
 // One index of one version: what a snapshot's IndexRoots holds for it, with its spec.
 template <unsigned F>
 struct IndexView {
   const IndexSpec* spec = nullptr;
-  const IndexNode* root = nullptr;
+  const IndexNode* root = nullptr;  // the index tree of the last fold
   unsigned height = 0;
-  std::size_t size = 0;
+  std::size_t size = 0;             // the tree's entries
+  const IndexEpoch* epoch = nullptr;  // the changes since, of which those up to `version`
+  std::uint64_t version = 0;          // count
+  std::uint32_t index = 0;            // the index's number in the epoch's changes
 
   // Entries < p (kStrict=false) or <= p (kStrict=true). O(log n) node visits, each reading
   // items only inside the probe's run.
@@ -59,7 +82,41 @@ struct IndexView {
     const std::size_t a = from && !from_inclusive ? rank<true>(lo) : rank<false>(lo);
     const IndexProbe hi = to ? IndexProbe{h, value, *to, false} : IndexProbe{h, value, {}, true};
     const std::size_t b = rank<false>(hi);
-    return b > a ? b - a : 0;
+    std::size_t n = b > a ? b - a : 0;
+    const RunOverlay o = overlay(h, value);
+    const auto in_range = [&](const Item* it) {
+      const std::string_view k = it->key();
+      if (from && (from_inclusive ? k < *from : k <= *from)) return false;
+      return !to || k < *to;
+    };
+    for (const Item* r : o.removed)
+      if (entry_value(*r, *spec) == value && in_range(r)) --n;
+    for (const Item* it : o.added)
+      if (in_range(it)) ++n;
+    return n;
+  }
+
+  // What the epoch's changes up to `version` did to the run of `value` (and of any value
+  // whose hash it shares): built from the changes of its hash alone, oldest first.
+  RunOverlay overlay(IndexHash h, std::string_view value) const {
+    RunOverlay o;
+    if (!epoch) return o;
+    std::vector<const IndexChange*> changes;
+    epoch->for_each_change(index, h, version, [&](const IndexChange& c) { changes.push_back(&c); });
+    if (changes.empty()) return o;
+    IndexNet net;
+    for (auto c = changes.rbegin(); c != changes.rend(); ++c) net.apply((*c)->hash, (*c)->gone, (*c)->come);
+    for (const IndexNet::Removed& r : net.removed()) o.removed.push_back(r.item);
+    net.for_each_added([&](const IndexNet::Added& a) {
+      if (a.origin)
+        o.renamed.emplace_back(a.origin, a.item);
+      else if (entry_value(*a.item, *spec) == value)
+        o.added.push_back(a.item);
+    });
+    std::sort(o.removed.begin(), o.removed.end());
+    std::sort(o.renamed.begin(), o.renamed.end());
+    std::sort(o.added.begin(), o.added.end(), [](const Item* x, const Item* y) { return x->key() < y->key(); });
+    return o;
   }
 
   // Throws std::logic_error naming the first broken invariant: the tree's shape (fill,
@@ -74,16 +131,56 @@ struct IndexView {
       Walker<F> w(main);
       for (bool ok = w.seek_first(); ok; ok = w.next()) if (indexed_value(*w.item(), *spec)) ++expected;
     }
+    Checked state{main, nullptr, 0, 0, {}};
     if (!root) {
       if (size != 0 || height != 0) fail("empty index with size or height");
-      if (expected != 0) fail("items with an indexed value have no entry");
-      return;
+    } else {
+      const std::size_t total = check_node(root, 1, max_birth, state, fail);
+      if (total != size) fail("size does not match the entries in the index");
+      if (state.leaves_depth != height) fail("height does not match leaf depth");
     }
-    Checked state{main, nullptr, 0, 0};
-    const std::size_t total = check_node(root, 1, max_birth, state, fail);
-    if (total != size) fail("size does not match the entries in the index");
-    if (state.leaves_depth != height) fail("height does not match leaf depth");
-    if (total != expected) fail("entries and the tree's items with an indexed value differ in number");
+    // The entries this version sees: the tree's, with the epoch's changes up to `version`.
+    IndexNet net;
+    if (epoch)
+      epoch->for_each_change(version, [&](const IndexChange& c) {
+        if (c.index != index) return;
+        net.apply(c.hash, c.gone, c.come);
+      });
+    std::vector<const Item*> in_tree = state.entries;
+    std::sort(in_tree.begin(), in_tree.end());
+    const auto held = [&](const Item* it) { return std::binary_search(in_tree.begin(), in_tree.end(), it); };
+    std::vector<const Item*> gone;
+    for (const IndexNet::Removed& r : net.removed()) gone.push_back(r.item);
+    std::vector<std::pair<const Item*, const Item*>> renamed;
+    std::vector<const Item*> seen;
+    net.for_each_added([&](const IndexNet::Added& a) {
+      if (a.origin)
+        renamed.emplace_back(a.origin, a.item);
+      else
+        seen.push_back(a.item);
+    });
+    for (const Item* g : gone)
+      if (!held(g)) fail("a change removes an entry the index tree does not hold");
+    for (const auto& r : renamed)
+      if (!held(r.first)) fail("a change renames an entry the index tree does not hold");
+    std::sort(gone.begin(), gone.end());
+    std::sort(renamed.begin(), renamed.end());
+    for (const Item* e : state.entries) {
+      if (std::binary_search(gone.begin(), gone.end(), e)) continue;
+      const auto r = std::lower_bound(renamed.begin(), renamed.end(), std::make_pair(e, static_cast<const Item*>(nullptr)));
+      if (r != renamed.end() && r->first == e) {
+        if (r->second->key() != e->key() || entry_value(*r->second, *spec) != entry_value(*e, *spec))
+          fail("a change renames an entry to another key or value");
+        seen.push_back(r->second);
+      } else {
+        seen.push_back(e);
+      }
+    }
+    for (const Item* it : seen) {
+      if (!indexed_value(*it, *spec)) fail("entry for an item without the label");
+      if (main.find(it->key()) != it) fail("stale entry: not the tree's item at its key");
+    }
+    if (seen.size() != expected) fail("entries and the tree's items with an indexed value differ in number");
   }
 
  private:
@@ -92,6 +189,7 @@ struct IndexView {
     const Item* prev_item;
     IndexHash prev_hash;
     std::size_t leaves_depth;
+    std::vector<const Item*> entries;
   };
 
   template <class Fail>
@@ -111,7 +209,7 @@ struct IndexView {
         const std::optional<std::string_view> v = indexed_value(*it, *spec);
         if (!v) fail("entry for an item without the label");
         if (lf->hash[i] != value_hash(*v)) fail("entry hash is not its item's value hash");
-        if (state.main.find(it->key()) != it) fail("stale entry: not the tree's item at its key");
+        state.entries.push_back(it);
         if (state.prev_item &&
             compare_entry(state.prev_hash, state.prev_item, IndexProbe{lf->hash[i], *v, it->key(), false}, *spec) >= 0)
           fail("entries out of order or repeated");
@@ -147,7 +245,8 @@ std::optional<IndexView<F>> find_index(const BasicSnapshot<F>& snap, const Index
   const std::optional<std::size_t> at = roots->find(spec);
   if (!at) return std::nullopt;
   const IndexRoot& r = roots->roots[*at];
-  return IndexView<F>{&(*roots->specs)[*at], r.node, r.height, r.size};
+  return IndexView<F>{&(*roots->specs)[*at], r.node, r.height, r.size, roots->epoch.get(), snap.version(),
+                      static_cast<std::uint32_t>(*at)};
 }
 
 template <unsigned F>
@@ -224,37 +323,64 @@ class IndexWalker {
 template <unsigned F>
 class IndexRun {
  public:
-  IndexRun(const IndexView<F>& view, std::string_view value, const std::optional<std::string>& end) noexcept
-      : walker_(view), spec_(view.spec), value_(value), hash_(value_hash(value)), end_(&end) {}
+  IndexRun(const IndexView<F>& view, std::string_view value, const std::optional<std::string>& end)
+      : walker_(view), spec_(view.spec), value_(value), hash_(value_hash(value)), end_(&end),
+        overlay_(view.overlay(hash_, value)) {}
 
   // Positions at the first entry whose key is >= from (> from when strict).
   void start(std::string_view from, bool strict) noexcept {
     walker_.seek(IndexProbe{hash_, value_, from, false}, strict);
     settle();
+    const auto& added = overlay_.added;
+    added_at_ = static_cast<std::size_t>(
+        (strict ? std::upper_bound(added.begin(), added.end(), from, [](std::string_view k, const Item* it) { return k < it->key(); })
+                : std::lower_bound(added.begin(), added.end(), from, [](const Item* it, std::string_view k) { return it->key() < k; })) -
+        added.begin());
+    pick();
   }
   void advance() noexcept {
-    walker_.next();
-    settle();
+    if (from_tree_) {
+      walker_.next();
+      settle();
+    } else {
+      ++added_at_;
+    }
+    pick();
   }
   // The current entry's item; null once the run is over.
   const Item* item() const noexcept { return item_; }
 
  private:
-  // Takes the walker's entry if it is still this value's and inside the range. Entering a
-  // leaf, asks for the items of the run in it at once: each is read (value, key, selector),
-  // and their misses then overlap instead of arriving one per entry.
+  // Takes the walker's entry (or the newer item it names now) if it is still this value's
+  // and inside the range, passing over entries the epoch removed. Entering a leaf, asks for
+  // the items of the run in it at once: each is read (value, key, selector), and their misses
+  // then overlap instead of arriving one per entry.
   void settle() noexcept {
-    item_ = nullptr;
-    if (!walker_.valid() || walker_.hash() != hash_) return;
-    if (walker_.leaf() != fetched_) {
-      fetched_ = walker_.leaf();
-      for (unsigned j = walker_.slot(); j < fetched_->n && fetched_->hash[j] == hash_; ++j)
-        prefetch_item(fetched_->item[j], 2);
+    tree_item_ = nullptr;
+    for (; walker_.valid() && walker_.hash() == hash_; walker_.next()) {
+      if (walker_.leaf() != fetched_) {
+        fetched_ = walker_.leaf();
+        for (unsigned j = walker_.slot(); j < fetched_->n && fetched_->hash[j] == hash_; ++j)
+          prefetch_item(fetched_->item[j], 2);
+      }
+      const Item* entry = walker_.item();
+      if (entry_value(*entry, *spec_) != value_) return;
+      const Item* it = overlay_.resolve(entry);
+      if (!it) continue;
+      if (*end_ && !(it->key() < std::string_view(**end_))) return;
+      tree_item_ = it;
+      return;
     }
-    const Item* it = walker_.item();
-    if (entry_value(*it, *spec_) != value_) return;
-    if (*end_ && !(it->key() < std::string_view(**end_))) return;
-    item_ = it;
+  }
+  // The run's next item: the tree's or an added one, whichever key comes first.
+  void pick() noexcept {
+    const Item* added = nullptr;
+    if (added_at_ < overlay_.added.size()) {
+      added = overlay_.added[added_at_];
+      if (*end_ && !(added->key() < std::string_view(**end_))) added = nullptr;
+    }
+    from_tree_ = tree_item_ && (!added || tree_item_->key() < added->key());
+    item_ = from_tree_ ? tree_item_ : added;
   }
 
   IndexWalker<F> walker_;
@@ -262,7 +388,11 @@ class IndexRun {
   std::string_view value_;
   IndexHash hash_;
   const std::optional<std::string>* end_;
+  RunOverlay overlay_;
   const IndexLeaf<F>* fetched_ = nullptr;
+  const Item* tree_item_ = nullptr;
+  std::size_t added_at_ = 0;
+  bool from_tree_ = false;
   const Item* item_ = nullptr;
 };
 
@@ -372,7 +502,9 @@ void check_indexes(const BasicSnapshot<F>& snap) {
   if (!roots) return;
   for (std::size_t i = 0; i < roots->specs->size(); ++i) {
     const detail::IndexRoot& r = roots->roots[i];
-    detail::IndexView<F>{&(*roots->specs)[i], r.node, r.height, r.size}.check(snap.view(), snap.version());
+    detail::IndexView<F>{&(*roots->specs)[i], r.node, r.height, r.size, roots->epoch.get(), snap.version(),
+                         static_cast<std::uint32_t>(i)}
+        .check(snap.view(), snap.version());
   }
 }
 

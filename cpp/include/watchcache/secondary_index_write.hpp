@@ -1,10 +1,12 @@
 // Secondary indexes, part 3: the write path. IndexSet is the live state of a tree's indexes
-// (specs and roots), written by the tree's own writer inside each of its writes: BasicTree
-// calls on_put / on_erase before it hands the write's retirements to the reclaim domain, so
-// the item an entry names is still alive while the entry is moved or removed. Copy-on-write,
-// splits, borrows and merges follow the tree's rules (btree.hpp); node memory comes from the
-// tree (its stock, its write's retirement batch, its accounting) through the three hooks
-// documented at Host below. The design is at the top of secondary_index.hpp.
+// (specs, the roots of their trees, the epoch of changes since the last fold and its net
+// effect), changed by the tree's own writer inside each of its writes: BasicTree calls
+// on_put / on_erase before it hands the write's retirements to the reclaim domain, so that
+// an item the index trees name can be kept from retiring until the fold (the Host hooks
+// below). The fold writes the trees: copy-on-write, splits, borrows and merges follow the
+// tree's rules (btree.hpp); node memory comes from the tree (its stock, its write's
+// retirement batch, its accounting) through the Host hooks. The design is at the top of
+// secondary_index.hpp.
 #pragma once
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 
 #include "watchcache/btree_read.hpp"
 #include "watchcache/item.hpp"
+#include "watchcache/secondary_index_epoch.hpp"
 #include "watchcache/secondary_index_node.hpp"
 #include "watchcache/secondary_index_read.hpp"
 
@@ -34,6 +37,10 @@ namespace watchcache::detail {
 //                                                stock if born now, else retired at version()
 //   release_index_node(void*, birth, death, pinned, bool leaf)
 //                                                clear / destruction (BasicTree::release_all)
+//   defer_item_retirement(const Item*)           an item this write retires that the index
+//                                                trees still name: kept until the fold
+//   end_deferred_retirements()                   the fold: they retire now
+//   release_deferred_retirements(death, pinned)  clear / destruction
 template <unsigned F>
 class IndexSet {
   using Leaf = IndexLeaf<F>;
@@ -47,8 +54,10 @@ class IndexSet {
 
   const std::vector<IndexSpec>& specs() const noexcept { return *specs_; }
   std::size_t size() const noexcept { return live_.size(); }
-  IndexView<F> view(std::size_t i) const noexcept {
-    return {&(*specs_)[i], live_[i].node, live_[i].height, live_[i].size};
+  // Index i as a snapshot of `version` (the current one) will see it.
+  IndexView<F> view(std::size_t i, std::uint64_t version) const noexcept {
+    return {&(*specs_)[i], live_[i].node, live_[i].height, live_[i].size, epoch_.get(), version,
+            static_cast<std::uint32_t>(i)};
   }
 
   // Rejects a spec that cannot be added: std::invalid_argument for an empty name or one
@@ -66,41 +75,84 @@ class IndexSet {
   template <class Host>
   void add(Host& host, IndexSpec spec, const View<F>& main) {
     validate(spec);
+    fold(host);
     auto specs = std::make_shared<std::vector<IndexSpec>>(*specs_);
     specs->push_back(std::move(spec));
     live_.emplace_back();
+    net_.emplace_back();
     specs_ = std::move(specs);
     build(host, live_.size() - 1, main);
   }
 
-  // The write of `now` in place of `old` (null when the key was new), in every index: an
-  // entry whose value stays is repointed in place; otherwise the old entry goes and the new
-  // one comes.
+  // The write of `now` in place of `old` (null when the key was new), in every index, as
+  // changes of the epoch: an entry whose value stays names `now` from this version on;
+  // otherwise the old entry goes and the new one comes. A full epoch is folded first.
   template <class Host>
   void on_put(Host& host, const Item* old, const Item* now) {
+    make_room(host, 2 * static_cast<std::uint32_t>(live_.size()));
     for (std::size_t i = 0; i < live_.size(); ++i) {
       const IndexSpec& spec = (*specs_)[i];
       const std::optional<std::string_view> value = indexed_value(*now, spec);
       if (old) {
         const std::optional<std::string_view> was = indexed_value(*old, spec);
         if (was && value && same_bytes(*was, *value)) {
-          repoint(host, live_[i], spec, IndexProbe::of(old, *was, true), now);
+          change(host, i, value_hash(*was), old, now);
           continue;
         }
-        if (was) erase(host, live_[i], spec, IndexProbe::of(old, *was, true));
+        if (was) change(host, i, value_hash(*was), old, nullptr);
       }
-      if (value) insert(host, live_[i], spec, IndexProbe::of(now, *value, false), now);
+      if (value) change(host, i, value_hash(*value), nullptr, now);
     }
   }
 
   // The removal of `gone` (still alive: its retirement is not flushed yet).
   template <class Host>
   void on_erase(Host& host, const Item* gone) {
+    make_room(host, static_cast<std::uint32_t>(live_.size()));
     for (std::size_t i = 0; i < live_.size(); ++i) {
       const IndexSpec& spec = (*specs_)[i];
       if (const std::optional<std::string_view> was = indexed_value(*gone, spec))
-        erase(host, live_[i], spec, IndexProbe::of(gone, *was, true));
+        change(host, i, value_hash(*was), gone, nullptr);
     }
+  }
+
+  // Brings the index trees up to date with the epoch's changes, in the current version (so
+  // each node is copied at most once), and starts a new epoch. The changes are applied by
+  // their net effect (IndexNet), in hash order: removals, then entries that name a newer
+  // item, then new entries.
+  template <class Host>
+  void fold(Host& host) {
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      IndexNet& net = net_[i];
+      if (net.empty()) continue;
+      const IndexSpec& spec = (*specs_)[i];
+      std::vector<IndexNet::Removed> removed = net.removed();
+      std::sort(removed.begin(), removed.end(), [](const auto& a, const auto& b) { return a.hash < b.hash; });
+      for (const IndexNet::Removed& r : removed)
+        erase(host, live_[i], spec, IndexProbe::of(r.item, entry_value(*r.item, spec), true));
+      std::vector<Rename> renames;
+      std::vector<IndexNet::Added> added;
+      net.for_each_added([&](const IndexNet::Added& a) {
+        if (a.origin)
+          renames.push_back({a.hash, a.origin, a.item, false});
+        else
+          added.push_back(a);
+      });
+      rename_all(host, live_[i], spec, renames);
+      std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.hash < b.hash; });
+      for (const IndexNet::Added& a : added)
+        insert(host, live_[i], spec, IndexProbe::of(a.item, entry_value(*a.item, spec), false), a.item);
+      net.clear();
+    }
+    host.end_deferred_retirements();
+    epoch_ = {};
+  }
+
+  // Changes an epoch holds before the writer folds it (tests lower it to fold often).
+  void set_epoch_capacity(std::uint32_t changes) {
+    if (changes < 2 * kMaxIndexes) throw std::invalid_argument("an epoch holds at least two changes per index");
+    epoch_capacity_ = changes;
+    if (epoch_ && epoch_->size() == 0) epoch_ = {};
   }
 
   // Every index refilled from `main` after a bulk load (the indexes were released by it).
@@ -117,25 +169,29 @@ class IndexSet {
       if (r.node) release_subtree(host, const_cast<IndexNode*>(r.node), death, pinned);
       r = {};
     }
+    for (IndexNet& net : net_) net.clear();
+    host.release_deferred_retirements(death, pinned);
+    epoch_ = {};
   }
 
   // The roots for a snapshot of the current version: the last record published while no
-  // root changed since (a write after a snapshot always copies the roots it touches), else
-  // a new one. O(indexes); one allocation per version that wrote.
+  // root and no epoch changed since (writes between folds change neither: a snapshot reads
+  // the epoch up to its own version), else a new one. O(indexes); one allocation per fold.
   IndexRootsRef publish() {
     const IndexRoots* last = published_.get();
-    bool same = last && last->specs == specs_;
+    bool same = last && last->specs == specs_ && last->epoch == epoch_;
     for (std::size_t i = 0; same && i < live_.size(); ++i) same = last->roots[i] == live_[i];
     if (same) return published_;
     auto* roots = new IndexRoots();
     roots->specs = specs_;
+    roots->epoch = epoch_;
     for (std::size_t i = 0; i < live_.size(); ++i) std::construct_at(&roots->roots[i], live_[i]);
     published_ = IndexRootsRef::adopt(roots);
     return published_;
   }
 
-  void check(const View<F>& main, std::uint64_t max_birth) const {
-    for (std::size_t i = 0; i < live_.size(); ++i) view(i).check(main, max_birth);
+  void check(const View<F>& main, std::uint64_t version) const {
+    for (std::size_t i = 0; i < live_.size(); ++i) view(i, version).check(main, version);
   }
 
  private:
@@ -147,6 +203,18 @@ class IndexSet {
   };
 
   static IndexNode* mut(const IndexNode* n) noexcept { return const_cast<IndexNode*>(n); }
+
+  template <class Host>
+  void make_room(Host& host, std::uint32_t changes) {
+    if (epoch_ && !epoch_->room_for(changes)) fold(host);
+    if (!epoch_) epoch_ = IndexEpochRef::adopt(new IndexEpoch(epoch_capacity_));
+  }
+  template <class Host>
+  void change(Host& host, std::size_t i, IndexHash hash, const Item* gone, const Item* come) {
+    epoch_->append(static_cast<std::uint32_t>(i), hash, host.version(), gone, come);
+    if (const Item* out = net_[i].apply(hash, gone, come)) host.defer_item_retirement(out);
+  }
+
 
   template <class Host>
   Leaf* new_leaf(Host& host) {
@@ -298,6 +366,65 @@ class IndexSet {
     target->count[pos] = below.sibling_count;
     set_separator(target, pos);
     return sibling ? Split{sibling, subtree_count(sibling)} : Split{};
+  }
+
+  // An entry of the trees that names a newer item after the fold: same key, value and hash,
+  // so the same place.
+  struct Rename {
+    IndexHash hash;
+    const Item* from;
+    const Item* to;
+    bool done;
+  };
+
+  // Points every renamed entry to its newer item in one walk down the trees, in hash order:
+  // a node is visited (and copied) once for all the renames below it, and an entry is found
+  // by its hash and pointer alone, reading no item. A child's entries have hashes from its
+  // separator to the next one, that one included (a value's run may straddle the boundary),
+  // so a rename at a boundary hash is offered to both children and taken by the one that
+  // holds it.
+  template <class Host>
+  void rename_all(Host& host, IndexRoot& t, const IndexSpec& spec, std::vector<Rename>& renames) {
+    if (renames.empty()) return;
+    std::sort(renames.begin(), renames.end(), [](const Rename& a, const Rename& b) { return a.hash < b.hash; });
+    IndexNode* root = writable(host, mut(t.node));
+    t.node = root;
+    rename_below(host, root, renames.data(), renames.data() + renames.size());
+    for (const Rename& r : renames)
+      if (!r.done) throw std::logic_error("index on " + describe(spec) + ": entry to repoint is missing");
+  }
+
+  template <class Host>
+  void rename_below(Host& host, IndexNode* nd, Rename* first, Rename* last) {
+    if (nd->leaf) {
+      Leaf* lf = as_index_leaf<F>(nd);
+      for (Rename* r = first; r != last; ++r) {
+        if (r->done) continue;
+        unsigned i = static_cast<unsigned>(std::lower_bound(lf->hash, lf->hash + lf->n, r->hash) - lf->hash);
+        for (; i < lf->n && lf->hash[i] == r->hash; ++i) {
+          if (lf->item[i] == r->from) {
+            lf->item[i] = r->to;
+            r->done = true;
+            break;
+          }
+        }
+      }
+      return;
+    }
+    Inner* in = as_index_inner<F>(nd);
+    Rename* from = first;
+    for (unsigned c = 0; c < in->n && from != last; ++c) {
+      const bool last_child = c + 1 == in->n;
+      Rename* to = from;
+      while (to != last && (last_child || to->hash <= in->hash[c + 1])) ++to;
+      if (std::any_of(from, to, [](const Rename& r) { return !r.done; })) {
+        prefetch_index_node<F>(in->child[c]);
+        in->child[c] = writable(host, in->child[c]);
+        rename_below(host, in->child[c], from, to);
+      }
+      if (!last_child)
+        while (from != last && from->hash < in->hash[c + 1]) ++from;
+    }
   }
 
   // Points the entry at p (present) to `now`, an item with the same key and value. The path
@@ -484,6 +611,9 @@ class IndexSet {
   std::shared_ptr<const std::vector<IndexSpec>> specs_;
   std::vector<IndexRoot> live_;  // per spec: the live root, size and height
   IndexRootsRef published_;      // the record the last snapshot got
+  std::vector<IndexNet> net_;    // per spec: the epoch's changes by their net effect
+  std::uint32_t epoch_capacity_ = IndexEpoch::kCapacity;
+  IndexEpochRef epoch_;          // the changes since the last fold (none yet: empty)
 };
 
 }  // namespace watchcache::detail
