@@ -244,7 +244,7 @@ ScanOptions as_scan_range(py::handle prefix, py::handle start_at, py::handle sta
 const IndexSpec& require_index_in(const Snapshot& snap, const IndexSpec& spec) {
   const std::optional<detail::IndexView<kDefaultFanout>> v = detail::find_index(snap, spec);
   if (!v) throw py::key_error("no index on " + describe(spec) + " (declared: " +
-                              std::string(py::str(index_spec_list(snap.indexes().specs()))) + ")");
+                              std::string(py::str(index_spec_list(detail::specs_of(snap.indexes())))) + ")");
   return *v->spec;
 }
 
@@ -402,7 +402,7 @@ py::tuple snapshot_state(const Snapshot& snap) {
   py::list entries;
   Walker w(snap.view());
   for (w.seek_first(); w.valid(); w.next()) entries.append(py::cast(PyItem{ItemRef::share(w.item())}));
-  return py::make_tuple(entries, index_spec_list(snap.indexes().specs()));
+  return py::make_tuple(entries, index_spec_list(detail::specs_of(snap.indexes())));
 }
 
 Snapshot snapshot_from_items(py::handle entries, py::handle indexes) {
@@ -540,7 +540,7 @@ void register_tree(py::module_& m) {
   bind_read_view(
       snapshot, [](const Snapshot& s) { return s.view(); }, [](const Snapshot& s) { return s; });
   snapshot.def_property_readonly("version", &Snapshot::version)
-      .def_property_readonly("indexes", [](const Snapshot& s) { return index_spec_list(s.indexes().specs()); })
+      .def_property_readonly("indexes", [](const Snapshot& s) { return index_spec_list(detail::specs_of(s.indexes())); })
       .def_property_readonly("nbytes", &Snapshot::nbytes)
       .def("__reduce__",
            [](const Snapshot& s) {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "watchcache/counted_ref.hpp"
 #include "watchcache/item.hpp"
 
 namespace watchcache::detail {
@@ -140,33 +141,7 @@ class IndexEpoch {
 };
 
 // An owning reference to an IndexEpoch.
-class IndexEpochRef {
- public:
-  IndexEpochRef() noexcept = default;
-  static IndexEpochRef adopt(IndexEpoch* e) noexcept {
-    IndexEpochRef r;
-    r.epoch_ = e;
-    return r;
-  }
-  IndexEpochRef(const IndexEpochRef& o) noexcept : epoch_(o.epoch_) {
-    if (epoch_) epoch_->acquire();
-  }
-  IndexEpochRef(IndexEpochRef&& o) noexcept : epoch_(std::exchange(o.epoch_, nullptr)) {}
-  IndexEpochRef& operator=(IndexEpochRef o) noexcept {
-    std::swap(epoch_, o.epoch_);
-    return *this;
-  }
-  ~IndexEpochRef() {
-    if (epoch_) epoch_->drop();
-  }
-  IndexEpoch* get() const noexcept { return epoch_; }
-  IndexEpoch* operator->() const noexcept { return epoch_; }
-  explicit operator bool() const noexcept { return epoch_ != nullptr; }
-  friend bool operator==(const IndexEpochRef& a, const IndexEpochRef& b) noexcept { return a.epoch_ == b.epoch_; }
-
- private:
-  IndexEpoch* epoch_ = nullptr;
-};
+using IndexEpochRef = CountedRef<IndexEpoch>;
 
 // The net effect of a sequence of changes of one index on its trees, kept by pointer: which
 // entries of the trees left (`removed`), and which items are entries now that the trees do

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "watchcache/btree_node.hpp"
+#include "watchcache/counted_ref.hpp"
 #include "watchcache/item.hpp"
 #include "watchcache/secondary_index_epoch.hpp"
 
@@ -373,6 +374,11 @@ struct IndexRoots {
 
   IndexRoots() noexcept {}  // leaves `roots` unwritten
 
+  void acquire() const noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void drop() const noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
   // The position of `spec` among the specs, or nullopt.
   std::optional<std::size_t> find(const IndexSpec& spec) const noexcept {
     for (std::size_t i = 0; i < specs->size(); ++i)
@@ -383,36 +389,12 @@ struct IndexRoots {
 
 // An owning reference to an IndexRoots; empty for a tree without indexes (then a snapshot
 // costs nothing more than before indexes existed).
-class IndexRootsRef {
- public:
-  IndexRootsRef() noexcept = default;
-  static IndexRootsRef adopt(IndexRoots* roots) noexcept {
-    IndexRootsRef r;
-    r.roots_ = roots;
-    return r;
-  }
-  IndexRootsRef(const IndexRootsRef& o) noexcept : roots_(o.roots_) {
-    if (roots_) roots_->refs.fetch_add(1, std::memory_order_relaxed);
-  }
-  IndexRootsRef(IndexRootsRef&& o) noexcept : roots_(std::exchange(o.roots_, nullptr)) {}
-  IndexRootsRef& operator=(IndexRootsRef o) noexcept {
-    std::swap(roots_, o.roots_);
-    return *this;
-  }
-  ~IndexRootsRef() {
-    if (roots_ && roots_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete roots_;
-  }
+using IndexRootsRef = CountedRef<const IndexRoots>;
 
-  const IndexRoots* get() const noexcept { return roots_; }
-  explicit operator bool() const noexcept { return roots_ != nullptr; }
-  // The declared specs, empty when there are none.
-  std::vector<IndexSpec> specs() const {
-    return roots_ ? *roots_->specs : std::vector<IndexSpec>{};
-  }
-
- private:
-  const IndexRoots* roots_ = nullptr;
-};
+// The specs a snapshot's roots were declared with, empty when there are none.
+inline std::vector<IndexSpec> specs_of(const IndexRootsRef& roots) {
+  return roots ? *roots->specs : std::vector<IndexSpec>{};
+}
 
 }  // namespace detail
 }  // namespace watchcache
