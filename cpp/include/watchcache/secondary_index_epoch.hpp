@@ -6,10 +6,10 @@
 // to its own version. The design is at the top of secondary_index.hpp.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -39,7 +39,6 @@ struct IndexChange {
 // hash) for the readers. One writer appends; readers on any thread walk a chain from its head
 // and skip the changes newer than their version. Records and heads are allocated at their
 // full capacity when the epoch starts, so nothing a reader holds ever moves.
-
 class IndexEpoch {
  public:
   // Changes per epoch. More changes per fold share more node copies (4,096 over the ~2,700
@@ -55,7 +54,6 @@ class IndexEpoch {
         mask_(slot_count(capacity) - 1) {}
   IndexEpoch(const IndexEpoch&) = delete;
   IndexEpoch& operator=(const IndexEpoch&) = delete;
-  ~IndexEpoch() = default;
 
   std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
   std::uint32_t capacity() const noexcept { return capacity_; }
@@ -63,7 +61,7 @@ class IndexEpoch {
 
   // Writer: appends a change (room_for first) and makes it the head of its chain.
   void append(std::uint32_t index, IndexHash hash, std::uint64_t version, const Item* gone, const Item* come) noexcept {
-    Slot& s = slot_of(key_of(index, hash), true);
+    Slot& s = claim_slot(key_of(index, hash));
     const std::uint32_t at = size_.load(std::memory_order_relaxed);
     changes_[at] = {version, gone, come, s.head.load(std::memory_order_relaxed), hash, index};
     s.head.store(at + 1, std::memory_order_release);
@@ -110,14 +108,14 @@ class IndexEpoch {
   static std::size_t spread(std::uint64_t key) noexcept {
     return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ull) >> 32);
   }
-  // The slot of `key`, claimed when `claim` and absent (the writer: at most one claim per
-  // change, so the table, twice the capacity, never fills).
-  Slot& slot_of(std::uint64_t key, bool claim) noexcept {
+  // Writer: the slot of `key`, claimed when absent (at most one claim per change, so the
+  // table, twice the capacity, never fills).
+  Slot& claim_slot(std::uint64_t key) noexcept {
     for (std::size_t i = spread(key);; ++i) {
       Slot& s = slots_[i & mask_];
       const std::uint64_t k = s.key.load(std::memory_order_relaxed);
       if (k == key) return s;
-      if (k == 0 && claim) {
+      if (k == 0) {
         s.key.store(key, std::memory_order_release);  // head is 0 until the change is written
         return s;
       }

@@ -74,9 +74,9 @@ struct IndexView {
   }
 
   // Entries of `value` whose key lies in [from, to): `from` inclusive or not, nullopt bounds
-  // open. O(log n).
+  // open. O(log n + k) for k changes of the value's hash in the epoch.
   std::size_t count_run(std::string_view value, std::optional<std::string_view> from, bool from_inclusive,
-                        std::optional<std::string_view> to) const noexcept {
+                        std::optional<std::string_view> to) const {
     const IndexHash h = value_hash(value);
     const IndexProbe lo{h, value, from.value_or(std::string_view{}), false};
     const std::size_t a = from && !from_inclusive ? rank<true>(lo) : rank<false>(lo);
@@ -415,8 +415,8 @@ inline std::pair<std::string_view, bool> scan_start(const ScanOptions& opts) noe
 // `pred` accepts, in key order: exactly what scan(snap, opts, pred) returns when pred also
 // requires that value (and in that case the same next_key and remaining, which describe the
 // scanned key range, not the candidates; see scan()). `scanned` counts the candidates
-// examined. Cost O(v log n + c log v) for v values and c candidates examined, against
-// scan()'s O(log n + range). std::invalid_argument when the snapshot has no such index.
+// examined. Cost O(v (log n + k) + c log v) for v values, k changes of a value's hash since
+// the last fold and c candidates examined, against scan()'s O(log n + range). std::invalid_argument when the snapshot has no such index.
 // Thread-safe; call it with the GIL released.
 template <unsigned F, class Pred = SelectAll>
 BasicScanResult<F> scan_index(const BasicSnapshot<F>& snap, const IndexSpec& spec,
@@ -482,7 +482,8 @@ BasicScanResult<F> scan_index(const BasicSnapshot<F>& snap, const IndexSpec& spe
 // How many entries of the index `spec` have one of `values` and a key in the range `opts`
 // describes (prefix and start; the limit is ignored): the candidates scan_index would examine
 // without a limit, so the exact number of matching items when the selector is that index's
-// requirement alone. O(v log n), from the subtree counts. Thread-safe.
+// requirement alone. O(v (log n + k)), from the subtree counts and the epoch's changes.
+// Thread-safe.
 template <unsigned F>
 std::size_t count_index(const BasicSnapshot<F>& snap, const IndexSpec& spec,
                         const std::vector<std::string_view>& values, const ScanOptions& opts) {
