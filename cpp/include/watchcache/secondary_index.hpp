@@ -33,8 +33,8 @@
 // the probe's own run an integer compare of the inline hash, even for values that share long
 // prefixes (node names "ip-10-0-12-..."); only equality of values is ever asked, so the
 // order among values does not matter. Inside the run (and on a hash collision, which the
-// value then orders) items are read, as few as can be (index_land): a write that repoints or
-// removes an entry finds it by its item pointer, and a search by key reads keys alone and
+// value then orders) items are read, as few as can be (index_land): a fold that removes an
+// entry finds it by its item pointer, and a search by key reads keys alone and
 // confirms its landing by the values of its two neighbours. An internal slot keeps only the
 // hash of its child's minimum entry (16 B a slot: hash, count, child); a tie reads the entry
 // from the child's leftmost leaf.
@@ -192,7 +192,7 @@
 //                IndexEpoch::append, IndexNet::apply (epoch); a tree entry taken out:
 //                BasicTree::defer_item_retirement (btree)
 //   erase        BasicTree::take (btree) -> IndexSet::on_erase -> as put
-//   fold         IndexSet::make_room -> fold -> erase, repoint, insert -> writable,
+//   fold         IndexSet::make_room -> fold -> erase, rename_all, insert -> writable,
 //                insert_below, erase_below, rebalance, split_off (write), index_land (node);
 //                BasicTree::end_deferred_retirements (btree)
 //   bulk load    BasicTree::assign_sorted (btree) -> IndexSet::rebuild -> build (write)

@@ -427,24 +427,6 @@ class IndexSet {
     }
   }
 
-  // Points the entry at p (present) to `now`, an item with the same key and value. The path
-  // is copied as any write's; the separators (hashes) stay.
-  template <class Host>
-  void repoint(Host& host, IndexRoot& t, const IndexSpec& spec, const IndexProbe& p, const Item* now) {
-    IndexNode* nd = writable(host, mut(t.node));
-    t.node = nd;
-    while (!nd->leaf) {
-      Inner* in = as_index_inner<F>(nd);
-      const unsigned i = index_child<F>(in, p, spec);
-      prefetch_index_node<F>(in->child[i]);
-      nd = in->child[i] = writable(host, in->child[i]);
-    }
-    Leaf* lf = as_index_leaf<F>(nd);
-    const IndexLanding at = index_land<false>(lf, p, spec);
-    if (!at.equal) throw std::logic_error("index on " + describe(spec) + ": entry to repoint is missing");
-    lf->item[at.pos] = now;
-  }
-
   template <class Host>
   void erase(Host& host, IndexRoot& t, const IndexSpec& spec, const IndexProbe& p) {
     IndexNode* root = writable(host, mut(t.node));
