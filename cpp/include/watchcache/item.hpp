@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "watchcache/counted_ref.hpp"
 #include "watchcache/item_heap.hpp"
 
 namespace watchcache {
@@ -234,42 +235,18 @@ inline void prefetch_item(const Item* item, int lines) noexcept {
 }  // namespace detail
 
 // An owning reference to an Item (intrusive refcount).
-class ItemRef {
+class ItemRef : public detail::CountedRef<const Item> {
+  using Base = detail::CountedRef<const Item>;
+
  public:
   ItemRef() noexcept = default;
+  ItemRef(Base&& r) noexcept : Base(std::move(r)) {}  // implicit: what adopt and share return
   // Adopts a reference the caller already owns (e.g. from Item::create).
-  static ItemRef adopt(Item* item) noexcept {
-    ItemRef r;
-    r.item_ = item;
-    return r;
-  }
+  static ItemRef adopt(Item* item) noexcept { return Base::adopt(item); }
   // Takes a new reference to an item somebody else keeps alive.
-  static ItemRef share(const Item* item) noexcept {
-    if (item) item->retain();
-    ItemRef r;
-    r.item_ = const_cast<Item*>(item);
-    return r;
-  }
-  ItemRef(const ItemRef& o) noexcept : item_(o.item_) {
-    if (item_) item_->retain();
-  }
-  ItemRef(ItemRef&& o) noexcept : item_(std::exchange(o.item_, nullptr)) {}
-  ItemRef& operator=(ItemRef o) noexcept {
-    std::swap(item_, o.item_);
-    return *this;
-  }
-  ~ItemRef() {
-    if (item_) item_->release();
-  }
-  const Item* get() const noexcept { return item_; }
-  const Item* operator->() const noexcept { return item_; }
-  const Item& operator*() const noexcept { return *item_; }
-  explicit operator bool() const noexcept { return item_ != nullptr; }
+  static ItemRef share(const Item* item) noexcept { return Base::share(item); }
   // Gives up ownership without releasing (the receiver now owns the reference).
-  Item* release_ownership() noexcept { return std::exchange(item_, nullptr); }
-
- private:
-  Item* item_ = nullptr;
+  Item* release_ownership() noexcept { return const_cast<Item*>(Base::release_ownership()); }
 };
 
 }  // namespace watchcache

@@ -86,9 +86,9 @@ class IndexEpoch {
       if (changes_[at].version <= version) fn(changes_[at]);
   }
 
-  // Reference counting, as IndexRoots: held by the writer and by the roots records.
-  void acquire() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  void drop() const noexcept {
+  // Reference counting (CountedRef), as IndexRoots: held by the writer and the roots records.
+  void retain() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() const noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 

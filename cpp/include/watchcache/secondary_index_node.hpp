@@ -83,7 +83,7 @@ inline IndexHash value_hash(std::string_view v) noexcept {
 
 // A position in an index's order: (hash, value, key). With past_run, after every key of the
 // value (the end of its run). `entry`, when set, is the item whose entry the probe names
-// (the writer knows it when it repoints or removes one): a slot holding that very pointer
+// (the writer knows it when it removes one): a slot holding that very pointer
 // is the probe's, which a search then finds without reading any item.
 struct IndexProbe {
   IndexHash hash = 0;
@@ -374,8 +374,8 @@ struct IndexRoots {
 
   IndexRoots() noexcept {}  // leaves `roots` unwritten
 
-  void acquire() const noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
-  void drop() const noexcept {
+  void retain() const noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  void release() const noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
 
